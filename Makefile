@@ -1,0 +1,30 @@
+# `make demo` and `make test` are the two entry points; both set everything up first.
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed-$(shell cat requirements.lock pyproject.toml | sha256sum | cut -c1-12)
+PARAMS ?= params/default.yaml
+
+.PHONY: setup demo test bench clean-data
+
+setup: $(STAMP)
+
+# torch first with its exact pin (a range would pull the multi-GB CUDA build), then the locked set.
+$(STAMP): requirements.lock pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade "pip>=24"
+	$(PY) -m pip install --quiet "torch==$$(sed -n 's/^torch==//p' requirements.lock)"
+	$(PY) -m pip install --quiet -r requirements.lock
+	$(PY) -m pip install --quiet --no-deps -e .
+	rm -f $(VENV)/.installed-*; touch $@
+
+demo: setup
+	$(VENV)/bin/searchlab run --params $(PARAMS)
+
+test: setup
+	$(PY) -m pytest -q
+
+bench: setup
+	$(PY) bench/noop_rerun.py
+
+clean-data:
+	rm -rf data/corpus data/index data/.work

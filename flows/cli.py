@@ -1,0 +1,300 @@
+"""The ``searchlab`` command line: run the pipeline, inspect it, search the index, serve, and open the UIs.
+
+Heavy imports (Prefect, MLflow, the JVM) happen inside the commands that need
+them, so ``searchlab search`` and ``searchlab status`` start fast.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from flows.runtime import UI_STATE, configure_prefect, find_root, running_ui
+from searchlab.params import Params, ParamsError, load_params
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="searchlab: a reproducible pipeline for training LLM search agents.")
+console = Console()
+err_console = Console(stderr=True)
+
+ParamsOpt = Annotated[str, typer.Option("--params", "-p", help="params file, relative to the project root")]
+SetOpt = Annotated[Optional[list[str]], typer.Option("--set", "-s", help="override a param: KEY=VALUE (repeatable)")]
+DEFAULT_PARAMS = "params/default.yaml"
+
+
+def _load(root: Path, params_file: str, overrides: list[str] | None) -> Params:
+    try:
+        return load_params(root / params_file, overrides or [])
+    except ParamsError as err:
+        err_console.print(f"[red]error:[/red] {err}", highlight=False)
+        raise typer.Exit(2) from None
+
+
+def _fail(message: str, code: int = 1) -> typer.Exit:
+    err_console.print(f"[red]error:[/red] {message}", highlight=False)
+    return typer.Exit(code)
+
+
+@app.command()
+def run(
+    stages: Annotated[Optional[list[str]], typer.Argument(help="stages to bring up to date (default: all)")] = None,
+    params_file: ParamsOpt = DEFAULT_PARAMS,
+    overrides: SetOpt = None,
+    force: Annotated[Optional[list[str]], typer.Option("--force", "-f", help="recompute this stage even if cached")] = None,
+    no_dvc_commit: Annotated[bool, typer.Option("--no-dvc-commit", help="do not record outputs in dvc.lock (used by dvc repro)")] = False,
+) -> None:
+    """Run the pipeline through Prefect up to the named stages; cached stages do no work."""
+    root = find_root()
+    params = _load(root, params_file, overrides)  # fail fast, before Prefect starts
+    from tasks.registry import plan
+
+    try:
+        plan(stages or [])
+    except ValueError as err:
+        raise _fail(str(err), 2) from None
+    api_url = configure_prefect(root, params.runtime.prefect_api_url)
+    from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
+
+    from flows.pipeline import pipeline
+
+    started = time.time()
+    try:
+        # The heartbeat thread would hold every run ~1 s at its end for nothing.
+        with temporary_settings({PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
+            summary = pipeline(params_file=params_file, overrides=overrides or [], stages=stages or [],
+                               force=force or [], root=str(root), record_dvc=not no_dvc_commit)
+    except Exception as err:  # the flow already logged the traceback; end with one clear line
+        raise _fail(f"{type(err).__name__}: {err}") from None
+    table = Table(title=f"searchlab run ({time.time() - started:.1f} s)")
+    for column in ("stage", "state", "seconds", "counts"):
+        table.add_column(column)
+    for name, row in summary.items():
+        state = "[dim]cached[/dim]" if row["cached"] else "[green]computed[/green]"
+        counts = ", ".join(f"{k}={v}" for k, v in row["counts"].items())
+        table.add_row(name, state, f"{row['seconds']:.1f}", counts)
+    console.print(table)
+    data_dir = root / params.runtime.data_dir
+    console.print(f"data:    {data_dir}/{{{','.join(summary)}}}  (manifest.json in each)")
+    ui = running_ui(root)
+    if ui:
+        console.print(f"Prefect: {ui['prefect_ui_url']}   MLflow: {ui['mlflow_url']}")
+    else:
+        console.print("Prefect and MLflow UIs: run `searchlab ui` (runs recorded in .prefect/ and mlflow.db)")
+    if api_url is None:
+        console.print("search:  searchlab search \"your question\"")
+
+
+@app.command()
+def status(params_file: ParamsOpt = DEFAULT_PARAMS, overrides: SetOpt = None) -> None:
+    """Show each stage as cached, stale or missing, and for stale ones what changed."""
+    root = find_root()
+    params = _load(root, params_file, overrides)
+    from tasks.registry import STAGES
+    from tasks.stage import pipeline_status
+
+    colour = {"cached": "green", "stale": "yellow", "missing": "red"}
+    for row in pipeline_status(list(STAGES), params, root):
+        console.print(f"{row['stage']:<12} [{colour[row['state']]}]{row['state']}[/]")
+        for reason in row["why"]:
+            console.print(f"{'':<12} {reason}", highlight=False)
+
+
+def _open_retriever(root: Path, params: Params):
+    from searchlab.retrieval import open_retriever
+
+    try:
+        return open_retriever(params.retriever, root / params.runtime.data_dir / "index")
+    except (FileNotFoundError, ValueError) as err:
+        raise _fail(str(err)) from None
+
+
+@app.command()
+def search(
+    query: Annotated[str, typer.Argument(help="the query")],
+    k: Annotated[Optional[int], typer.Option("--k", "-k", help="hits to show (default: retriever.topk)")] = None,
+    params_file: ParamsOpt = DEFAULT_PARAMS,
+    overrides: SetOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print the hits as JSON")] = False,
+) -> None:
+    """Print the top hits for a query from the built index (or from retriever.url)."""
+    root = find_root()
+    params = _load(root, params_file, overrides)
+    retriever = _open_retriever(root, params)
+    hits = retriever.search([query], k or params.retriever.topk)[0]
+    if as_json:
+        print(json.dumps([{"id": h.id, "score": h.score, "contents": h.contents} for h in hits], ensure_ascii=False))
+        return
+    for rank, hit in enumerate(hits, start=1):
+        title, _, text = hit.contents.partition("\n")
+        console.print(f"[bold]{rank}. {title}[/bold]  [dim]id={hit.id} score={hit.score:.3f}[/dim]", highlight=False)
+        console.print(f"   {text}", highlight=False)
+
+
+@app.command("serve-retriever")
+def serve_retriever(
+    params_file: ParamsOpt = DEFAULT_PARAMS,
+    overrides: SetOpt = None,
+    host: Annotated[Optional[str], typer.Option(help="bind address (default: retriever.host, 127.0.0.1)")] = None,
+    port: Annotated[Optional[int], typer.Option(help="port (default: retriever.port)")] = None,
+) -> None:
+    """Serve the built index over HTTP with Search-R1's POST /retrieve API."""
+    root = find_root()
+    params = _load(root, params_file, overrides)
+    from searchlab.retrieval.server import serve
+
+    retriever = _open_retriever(root, params)
+    rp = params.retriever
+    host, port = host or rp.host, port or rp.port
+    console.print(f"retriever ({rp.method}) on http://{host}:{port}/retrieve   health: http://{host}:{port}/health")
+    serve(retriever, host=host, port=port, max_queries=rp.max_queries, max_topk=rp.max_topk)
+
+
+@app.command("eval-retrieval")
+def eval_retrieval(
+    beir_dir: Annotated[Optional[Path], typer.Argument(help="BEIR folder with queries.jsonl and qrels (default: the imported corpus)")] = None,
+    k: Annotated[int, typer.Option("--k", help="depth of the ranking scored")] = 1000,
+    params_file: ParamsOpt = DEFAULT_PARAMS,
+    overrides: SetOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print the metrics as JSON")] = False,
+) -> None:
+    """Score the built index on a BEIR collection's queries and qrels (trec_eval semantics)."""
+    root = find_root()
+    params = _load(root, params_file, overrides)
+    from searchlab.retrieval.beir import eval_retrieval as evaluate
+
+    folder = beir_dir or root / params.runtime.data_dir / "corpus"
+    retriever = _open_retriever(root, params)
+    try:
+        metrics = evaluate(retriever, folder, k=k)
+    except (FileNotFoundError, ValueError) as err:
+        raise _fail(str(err)) from None
+    summary = {name: metrics[name] for name in ("ndcg_cut_10", "recall_100", "map")}
+    if as_json:
+        print(json.dumps(summary))
+        return
+    for name, value in summary.items():
+        console.print(f"{name:<12} {value:.4f}")
+
+
+@app.command()
+def ui(
+    prefect_port: Annotated[int, typer.Option(help="Prefect server port")] = 4200,
+    mlflow_port: Annotated[int, typer.Option(help="MLflow UI port")] = 5000,
+    host: Annotated[str, typer.Option(help="bind address; keep 127.0.0.1 unless you mean to expose them")] = "127.0.0.1",
+) -> None:
+    """Start the Prefect server and the MLflow UI for this project and print their URLs (Ctrl-C stops both)."""
+    root = find_root()
+    params = _load(root, DEFAULT_PARAMS, [])
+    from tasks.tracking import tracking_uri
+
+    env = dict(os.environ, PREFECT_HOME=str(root / ".prefect"), PREFECT_SERVER_ANALYTICS_ENABLED="false",
+               PREFECT_UI_API_URL=f"http://{host}:{prefect_port}/api")
+    env.pop("PREFECT_API_URL", None)
+    bin_dir = Path(sys.executable).parent
+    servers = [
+        subprocess.Popen([str(bin_dir / "prefect"), "server", "start", "--host", host, "--port", str(prefect_port)],
+                         env=env, cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT),
+        subprocess.Popen([str(bin_dir / "mlflow"), "server", "--host", host, "--port", str(mlflow_port),
+                          "--backend-store-uri", tracking_uri(params.tracking, root),
+                          "--default-artifact-root", (root / "mlartifacts").resolve().as_uri()],
+                         cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT),
+    ]
+    state = {"prefect_api_url": f"http://{host}:{prefect_port}/api", "prefect_ui_url": f"http://{host}:{prefect_port}",
+             "mlflow_url": f"http://{host}:{mlflow_port}", "pids": [p.pid for p in servers]}
+    try:
+        with console.status("starting the Prefect server and the MLflow UI..."):
+            _wait_for(state["prefect_api_url"] + "/health", servers[0], "Prefect server")
+            _wait_for(state["mlflow_url"] + "/health", servers[1], "MLflow UI")
+        (root / UI_STATE).parent.mkdir(exist_ok=True)
+        (root / UI_STATE).write_text(json.dumps(state))
+        console.print(f"Prefect UI: {state['prefect_ui_url']}\nMLflow UI:  {state['mlflow_url']}\n"
+                      "`searchlab run` in this project now reports to these servers. Ctrl-C stops both.")
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+        while all(p.poll() is None for p in servers):
+            time.sleep(1)
+        raise _fail("a server stopped unexpectedly")
+    except KeyboardInterrupt:
+        pass
+    finally:
+        (root / UI_STATE).unlink(missing_ok=True)
+        for proc in servers:
+            proc.terminate()
+        for proc in servers:
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
+def _wait_for(url: str, proc: subprocess.Popen, what: str, timeout_s: float = 120) -> None:
+    import urllib.request
+
+    deadline = time.time() + timeout_s
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            raise _fail(f"{what} exited with code {proc.returncode} (is the port in use?)")
+        try:
+            with urllib.request.urlopen(url, timeout=1):
+                return
+        except OSError:
+            time.sleep(0.5)
+    raise _fail(f"{what} did not answer at {url} within {timeout_s:.0f} s")
+
+
+@app.command()
+def serve(
+    cron: Annotated[Optional[str], typer.Option(help="also run on this schedule, e.g. '0 3 * * *'")] = None,
+    name: Annotated[str, typer.Option(help="deployment name")] = "searchlab",
+    params_file: ParamsOpt = DEFAULT_PARAMS,
+    overrides: SetOpt = None,
+) -> None:
+    """Serve the pipeline as a Prefect deployment: start runs (any params file, overrides) from the Prefect UI."""
+    root = find_root()
+    params = _load(root, params_file, overrides)
+    api_url = configure_prefect(root, params.runtime.prefect_api_url)
+    if api_url is None:
+        raise _fail("serving needs a running Prefect server: start `searchlab ui` first "
+                    "(or set runtime.prefect_api_url / PREFECT_API_URL)")
+    from flows.pipeline import pipeline
+
+    console.print(f"deployment searchlab-pipeline/{name} on {api_url}"
+                  + (f", scheduled '{cron}'" if cron else "") + ". Ctrl-C stops serving.")
+    pipeline.serve(name=name, cron=cron,
+                   parameters={"params_file": params_file, "overrides": overrides or [], "root": str(root)},
+                   description="searchlab pipeline; set params_file, overrides, stages and force per run.")
+
+
+@app.command("dvc-yaml")
+def dvc_yaml(check: Annotated[bool, typer.Option("--check", help="exit 1 if dvc.yaml is not current")] = False) -> None:
+    """Write dvc.yaml from the stage declarations (one DVC stage per pipeline stage)."""
+    root = find_root()
+    from tasks.dvc import render_dvc_yaml
+    from tasks.registry import STAGES
+
+    text = render_dvc_yaml(STAGES, root)
+    path = root / "dvc.yaml"
+    if check:
+        if not path.exists() or path.read_text() != text:
+            raise _fail("dvc.yaml differs from the stage declarations: run `searchlab dvc-yaml`")
+        console.print("dvc.yaml is current")
+        return
+    path.write_text(text)
+    console.print(f"wrote {path}")
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,71 @@
+"""The pipeline flow: runs the stages up to the requested ones, in order, through Prefect."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from prefect import flow, get_run_logger
+from prefect.runtime import flow_run
+
+from searchlab.params import flatten, load_params
+from tasks.dvc import dvc_commit, write_effective_params
+from tasks.registry import plan
+from tasks.run import stage_task
+from tasks.stage import RunContext, StageResult
+from tasks.tracking import Tracker
+
+
+def git_commit(root: Path) -> str:
+    """The checked-out commit, with ``-dirty`` when tracked files have changes (``unknown`` outside git)."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True)
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+                               capture_output=True, text=True).stdout.strip()
+        return head.stdout.strip() + ("-dirty" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+@flow(name="searchlab-pipeline", persist_result=False, log_prints=True)
+def pipeline(params_file: str = "params/default.yaml", overrides: list[str] | None = None,
+             stages: list[str] | None = None, force: list[str] | None = None, root: str = ".",
+             record_dvc: bool = True) -> dict:
+    """Run the pipeline up to ``stages`` (all if empty) with a params file and ``key=value`` overrides.
+
+    Returns, per stage, whether it was cached and its fingerprint and counts.
+    """
+    logger = get_run_logger()
+    root_path = Path(root).resolve()
+    params = load_params(root_path / params_file, overrides or [])
+    todo = plan(stages or [])
+    unknown = set(force or []) - {s.name for s in todo}
+    if unknown:
+        raise ValueError(f"--force {', '.join(sorted(unknown))}: not among the stages of this run")
+    tracker = Tracker(params.tracking, root_path)
+    commit = git_commit(root_path)
+    parent = tracker.start_pipeline(
+        run_name=flow_run.get_name() or "pipeline",
+        params=flatten(params.model_dump(mode="json")),
+        tags={"searchlab.params_file": params_file, "searchlab.overrides": " ".join(overrides or []),
+              "searchlab.git_commit": commit, "prefect.flow_run_id": flow_run.get_id() or ""},
+    )
+    ctx = RunContext(root=root_path, params=params, force=frozenset(force or []), tracker=tracker,
+                     parent_run_id=parent, flow_run_id=flow_run.get_id(), git_commit=commit,
+                     on_wait=logger.info)
+    results: dict[str, StageResult] = {}
+    try:
+        for stage in todo:
+            results[stage.name] = stage_task(stage)(ctx, {n: results[n] for n in stage.upstream})
+    except BaseException:
+        tracker.finish_pipeline(parent, status="FAILED")
+        raise
+    computed = [name for name, r in results.items() if not r.cached]
+    tracker.finish_pipeline(parent, metrics={"stages_computed": len(computed), "stages_cached": len(results) - len(computed)})
+    write_effective_params(root_path, params)
+    if computed and record_dvc:
+        problem = dvc_commit(root_path, computed)
+        if problem:
+            logger.warning(problem)
+    return {name: {"cached": r.cached, "fingerprint": r.manifest["fingerprint"], "counts": r.manifest["counts"],
+                   "seconds": r.manifest["seconds"]} for name, r in results.items()}

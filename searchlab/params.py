@@ -1,0 +1,213 @@
+"""The params schema: one validated object for the whole pipeline.
+
+A params file (``params/default.yaml`` and its siblings) is YAML with one
+section per stage plus ``tracking`` and ``runtime``. :func:`load_params`
+validates the whole file, after applying ``--set a.b=c`` overrides, before
+anything runs; an unknown or ill-typed key is a :class:`ParamsError` that
+names the file, the dotted key and, where the key came from the file, its line.
+
+>>> p = load_params("params/smoke.yaml", ["index.threads=1"])  # doctest: +SKIP
+>>> p.index.threads
+1
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+
+class Section(BaseModel):
+    """Base for every params section: unknown keys are errors, values are checked strictly."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+# ---------------------------------------------------------------- corpus
+class WorldParams(Section):
+    """Size and shape of the synthetic encyclopedia (used when ``corpus.source`` is ``synthetic``)."""
+
+    seed: int = 0
+    entities: int = Field(1000, ge=10, description="total entities of all types; passages ≈ 3-4 per entity")
+    lookalike_share: float = Field(
+        0.15, ge=0.0, le=0.9, description="share of entities whose name is a near-copy of another's"
+    )
+
+
+class CorpusParams(Section):
+    """Where the corpus comes from: the synthetic world, or a file/folder to import."""
+
+    source: Literal["synthetic", "jsonl", "parquet", "beir"] = "synthetic"
+    path: str | None = Field(None, description="file or folder to import; relative paths start at the repo root")
+    on_error: Literal["fail", "skip"] = Field(
+        "fail", description="a malformed record fails the stage (naming file and line) or is skipped and counted"
+    )
+    world: WorldParams = WorldParams()
+
+    @model_validator(mode="after")
+    def _import_needs_path(self) -> "CorpusParams":
+        if self.source != "synthetic" and not self.path:
+            raise ValueError(f"corpus.path is required when corpus.source is {self.source!r}")
+        return self
+
+
+# ---------------------------------------------------------------- index
+class DenseIndexParams(Section):
+    """Optional FAISS index of sentence embeddings next to the BM25 index."""
+
+    enabled: bool = False
+    encoder: str = Field(
+        "minilm", description="'minilm' (the offline all-MiniLM-L6-v2 package) or any Hugging Face encoder path"
+    )
+    batch_size: int = Field(64, ge=1)
+    max_length: int = Field(256, ge=8)
+
+
+class IndexParams(Section):
+    """How the corpus is indexed (search-time settings live in ``retriever``)."""
+
+    threads: int = Field(2, ge=1, description="indexing threads")
+    dense: DenseIndexParams = DenseIndexParams()
+
+
+# ---------------------------------------------------------------- retriever
+class RetrieverParams(Section):
+    """How passages are retrieved: in-process over the built index, or from a remote server."""
+
+    method: Literal["bm25", "dense", "hybrid"] = "bm25"
+    k1: float = Field(0.9, gt=0, description="BM25 k1 (Anserini's default)")
+    b: float = Field(0.4, ge=0, le=1, description="BM25 b (Anserini's default)")
+    topk: int = Field(3, ge=1)
+    threads: int = Field(2, ge=1, description="search threads for batch queries")
+    hybrid_alpha: float = Field(0.5, ge=0, le=1, description="weight of BM25 in hybrid score fusion")
+    url: str | None = Field(None, description="a Search-R1 /retrieve server to use instead of the local index")
+    host: str = Field("127.0.0.1", description="where serve-retriever listens")
+    port: int = Field(8000, ge=1, le=65535)
+    max_queries: int = Field(1024, ge=1, description="largest batch one /retrieve request may carry")
+    max_topk: int = Field(100, ge=1, description="largest topk one /retrieve request may ask for")
+
+
+# ---------------------------------------------------------------- tracking / runtime
+class TrackingParams(Section):
+    """MLflow settings. The default store is ``sqlite:///<repo>/mlflow.db``."""
+
+    mlflow_uri: str | None = None
+    experiment: str = "searchlab"
+
+
+class RuntimeParams(Section):
+    """Where things live and how long runs wait; not part of any stage fingerprint."""
+
+    data_dir: str = "data"
+    lock_timeout_s: float = Field(6 * 3600, gt=0, description="how long a run waits for another run's stage lock")
+    prefect_api_url: str | None = Field(
+        None, description="Prefect server to report to; default: the one `searchlab ui` started, else a temporary one"
+    )
+
+
+class Params(Section):
+    """The whole params file."""
+
+    corpus: CorpusParams = CorpusParams()
+    index: IndexParams = IndexParams()
+    retriever: RetrieverParams = RetrieverParams()
+    tracking: TrackingParams = TrackingParams()
+    runtime: RuntimeParams = RuntimeParams()
+
+    def section(self, name: str) -> dict[str, Any]:
+        """One section as plain data (with defaults filled in), e.g. for fingerprints and logging."""
+        return getattr(self, name).model_dump(mode="json")
+
+
+class ParamsError(ValueError):
+    """A params file or override that does not fit the schema; the message names file, key and line."""
+
+
+def load_params(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> Params:
+    """Read a params file, apply ``key.path=value`` overrides, validate everything, return :class:`Params`.
+
+    Override values are parsed as YAML scalars (``3`` is an int, ``true`` a bool,
+    ``null`` None, ``[a, b]`` a list), so ``--set`` accepts what the file accepts.
+    """
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as err:
+        raise ParamsError(f"{path}: cannot read params file ({err.strerror})") from err
+    try:
+        raw = yaml.safe_load(text) or {}
+        lines = _key_lines(yaml.compose(text))
+    except yaml.YAMLError as err:
+        raise ParamsError(f"{path}: not valid YAML: {err}") from err
+    if not isinstance(raw, dict):
+        raise ParamsError(f"{path}: the top level must be a mapping of sections")
+    for override in overrides:
+        _apply_override(raw, override, path)
+    try:
+        return Params.model_validate(raw)
+    except ValidationError as err:
+        raise ParamsError(_describe(err, path, lines, overrides)) from None
+
+
+def flatten(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """``{"a": {"b": 1}}`` → ``{"a.b": 1}``: the form MLflow params and DVC use."""
+    flat: dict[str, Any] = {}
+    for key, value in data.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict) and value:
+            flat.update(flatten(value, name + "."))
+        else:
+            flat[name] = value
+    return flat
+
+
+def _apply_override(raw: dict[str, Any], override: str, path: Path) -> None:
+    key, sep, value = override.partition("=")
+    if not sep or not key.strip():
+        raise ParamsError(f"override {override!r}: expected KEY=VALUE, e.g. index.threads=4")
+    parts = key.strip().split(".")
+    node = raw
+    for i, part in enumerate(parts[:-1]):
+        child = node.setdefault(part, {})
+        if not isinstance(child, dict):
+            raise ParamsError(f"override {override!r}: {'.'.join(parts[: i + 1])} is not a section")
+        node = child
+    try:
+        node[parts[-1]] = yaml.safe_load(value)
+    except yaml.YAMLError as err:
+        raise ParamsError(f"override {override!r}: value is not valid YAML: {err}") from err
+
+
+def _key_lines(node: yaml.Node | None, prefix: tuple[str, ...] = ()) -> dict[tuple[str, ...], int]:
+    """Map each dotted key of a YAML document to the (1-based) line that defines it."""
+    lines: dict[tuple[str, ...], int] = {}
+    if isinstance(node, yaml.MappingNode):
+        for key_node, value_node in node.value:
+            key = prefix + (str(key_node.value),)
+            lines[key] = key_node.start_mark.line + 1
+            lines.update(_key_lines(value_node, key))
+    return lines
+
+
+def _describe(err: ValidationError, path: Path, lines: dict[tuple[str, ...], int], overrides) -> str:
+    problems = []
+    for e in err.errors():
+        loc = tuple(str(p) for p in e["loc"])
+        key = ".".join(loc) or "(top level)"
+        where = ""
+        overridden = [o for o in overrides if o.partition("=")[0].strip() == key]
+        if overridden:
+            where = f" (from --set {overridden[-1]})"
+        else:
+            for n in range(len(loc), 0, -1):
+                if loc[:n] in lines:
+                    where = f" (line {lines[loc[:n]]})"
+                    break
+        message = "unknown key" if e["type"] == "extra_forbidden" else e["msg"]
+        if e["type"] != "extra_forbidden" and "input" in e and not isinstance(e["input"], dict):
+            message += f", got {e['input']!r}"
+        problems.append(f"{path}: {key}{where}: {message}")
+    return "invalid params:\n  " + "\n  ".join(problems)

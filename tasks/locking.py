@@ -1,0 +1,79 @@
+"""A per-stage lock shared by every run on one repo, recovered automatically when its holder dies.
+
+The lock is an ``flock`` on ``data/.work/locks/<stage>.lock``. The kernel
+drops an ``flock`` when the process holding it exits for any reason, SIGKILL
+included, so a killed run never leaves a lock that blocks the next one. The
+file also records who holds it, so a waiting run can say what it waits for.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import socket
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+
+class LockTimeout(TimeoutError):
+    """Another run held the stage longer than the caller was willing to wait."""
+
+
+class StageLock:
+    """Exclusive lock on one stage; use as a context manager.
+
+    >>> with StageLock(Path("/tmp/x.lock"), "demo"):  # doctest: +SKIP
+    ...     pass
+    """
+
+    def __init__(self, path: Path, holder: str, timeout_s: float = 6 * 3600,
+                 on_wait: Callable[[str], None] | None = None, poll_s: float = 0.2):
+        self.path, self.holder, self.timeout_s, self.on_wait, self.poll_s = path, holder, timeout_s, on_wait, poll_s
+        self._fd: int | None = None
+
+    def acquire(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        deadline = time.monotonic() + self.timeout_s
+        told = False
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if not told and self.on_wait:
+                    self.on_wait(self.describe_holder())
+                    told = True
+                if time.monotonic() > deadline:
+                    os.close(fd)
+                    raise LockTimeout(f"{self.path}: still held after {self.timeout_s:.0f} s by {self.describe_holder()}")
+                time.sleep(self.poll_s)
+        info = {"pid": os.getpid(), "host": socket.gethostname(), "since": time.time(), "holder": self.holder}
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, json.dumps(info).encode(), 0)
+        self._fd = fd
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.ftruncate(self._fd, 0)
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
+            self._fd = None
+
+    def describe_holder(self) -> str:
+        """Who holds the lock, as recorded in the lock file (best effort)."""
+        try:
+            info = json.loads(self.path.read_text() or "{}")
+            since = time.strftime("%H:%M:%S", time.localtime(info["since"]))
+            return f"pid {info['pid']} on {info['host']} ({info['holder']}) since {since}"
+        except (OSError, ValueError, KeyError):
+            return "another run"
+
+    def __enter__(self) -> "StageLock":
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.release()

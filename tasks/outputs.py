@@ -1,0 +1,96 @@
+"""A stage's output folder: its manifest, its content hashes, and the check that it is intact.
+
+``data/<stage>/manifest.json`` records the fingerprint that produced the folder
+and the size and SHA-256 of every file in it. :func:`verify` tells whether the
+folder still holds exactly that; it re-hashes only files whose size or mtime
+changed since they were last verified (a local stat cache under
+``data/.work/``), so a no-op run costs a ``stat`` per file, not a read.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import uuid
+from pathlib import Path
+from typing import Any
+
+MANIFEST = "manifest.json"
+
+
+def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
+    """SHA-256 hex digest of a file's bytes."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(chunk):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def describe_files(folder: Path) -> dict[str, dict[str, Any]]:
+    """``{relative path: {"size", "sha256"}}`` for every file under ``folder`` except the manifest."""
+    files = {}
+    for path in sorted(folder.rglob("*")):
+        if path.is_file() and path.name != MANIFEST:
+            files[path.relative_to(folder).as_posix()] = {"size": path.stat().st_size, "sha256": sha256_file(path)}
+    return files
+
+
+def read_manifest(folder: Path) -> dict[str, Any] | None:
+    """The folder's manifest, or None when it is missing or unreadable (a corrupt output is never cached)."""
+    try:
+        manifest = json.loads((folder / MANIFEST).read_text())
+    except (OSError, ValueError):
+        return None
+    return manifest if isinstance(manifest, dict) and "fingerprint" in manifest else None
+
+
+def write_manifest(folder: Path, manifest: dict[str, Any]) -> None:
+    (folder / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+
+
+def verify(folder: Path, manifest: dict[str, Any], stat_cache: Path) -> str | None:
+    """Check the folder against its manifest; return None if intact, else what is wrong."""
+    try:
+        cache = json.loads(stat_cache.read_text())
+    except (OSError, ValueError):
+        cache = {}
+    fresh = {}
+    for rel, expected in manifest.get("files", {}).items():
+        path = folder / rel
+        try:
+            st = path.stat()
+        except OSError:
+            return f"{rel} is missing"
+        if st.st_size != expected["size"]:
+            return f"{rel} has changed size"
+        key = [st.st_size, st.st_mtime_ns, expected["sha256"]]
+        if cache.get(rel) != key:
+            if sha256_file(path) != expected["sha256"]:
+                return f"{rel} has changed content"
+        fresh[rel] = key
+    if fresh != cache:
+        stat_cache.parent.mkdir(parents=True, exist_ok=True)
+        tmp = stat_cache.with_suffix(f".{uuid.uuid4().hex}.tmp")
+        tmp.write_text(json.dumps(fresh))
+        os.replace(tmp, stat_cache)
+    return None
+
+
+def publish(scratch: Path, target: Path, trash_dir: Path) -> None:
+    """Move a finished scratch folder into place as ``target``, replacing any old one.
+
+    Both are renames on one filesystem, so ``target`` is at every moment either
+    the old complete folder, absent, or the new complete folder; never partial.
+    """
+    trash_dir.mkdir(parents=True, exist_ok=True)
+    old = None
+    if target.exists():
+        old = trash_dir / f"{target.name}-{uuid.uuid4().hex[:8]}"
+        os.rename(target, old)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    os.rename(scratch, target)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)

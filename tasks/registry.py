@@ -1,0 +1,24 @@
+"""The pipeline's stages in pipeline order: the one list that flows, the CLI and dvc.yaml derive from."""
+
+from __future__ import annotations
+
+from tasks import corpus, index
+from tasks.stage import Stage
+
+STAGES: tuple[Stage, ...] = (corpus.STAGE, index.STAGE)
+BY_NAME: dict[str, Stage] = {s.name: s for s in STAGES}
+
+
+def plan(targets: list[str] | tuple[str, ...] = ()) -> list[Stage]:
+    """The stages needed for ``targets`` (all stages if empty), upstream first."""
+    unknown = [t for t in targets if t not in BY_NAME]
+    if unknown:
+        raise ValueError(f"unknown stage(s) {', '.join(unknown)}; stages are: {', '.join(BY_NAME)}")
+    needed: set[str] = set()
+    todo = list(targets) or list(BY_NAME)
+    while todo:
+        name = todo.pop()
+        if name not in needed:
+            needed.add(name)
+            todo.extend(BY_NAME[name].upstream)
+    return [s for s in STAGES if s.name in needed]

@@ -1,0 +1,280 @@
+"""The stage contract of DESIGN.md, implemented once for every stage.
+
+A :class:`Stage` declares what it reads (upstream stages, params sections, its
+own code) and a ``build`` function from the library. :func:`run_stage` turns
+that into a fingerprinted, cached, atomic, locked and resumable step:
+
+1. fingerprint = hash(stage name, hash of its code, its params sections, upstream fingerprints);
+2. if ``data/<stage>/manifest.json`` has that fingerprint and every file checks out: cached, no work;
+3. otherwise take the stage lock (and look again: another run may just have built it), build into a
+   scratch folder, write the manifest, and rename the folder into place;
+4. ``data/.work/<stage>/resume-<fingerprint>/`` survives a crash so long builds continue where they stopped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import logging
+import os
+import shutil
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from searchlab.params import Params, flatten
+from tasks.locking import StageLock
+from tasks.outputs import describe_files, publish, read_manifest, verify, write_manifest
+
+log = logging.getLogger("searchlab")
+
+
+@dataclass(frozen=True)
+class StageContext:
+    """What a stage's build function gets: its params, input folders, and where to write."""
+
+    name: str
+    params: Params
+    root: Path
+    inputs: dict[str, Path]  # upstream stage name -> its published output folder
+    out_dir: Path  # empty scratch folder to fill; renamed into data/<stage>/ on success
+    work_dir: Path  # survives a crash; same folder on every retry with the same fingerprint
+
+
+@dataclass(frozen=True)
+class Stage:
+    """Declaration of one pipeline stage; ``tasks/registry.py`` lists them in pipeline order."""
+
+    name: str
+    description: str
+    upstream: tuple[str, ...]
+    reads: tuple[str, ...]  # params sections that enter the fingerprint
+    code: tuple[str, ...]  # modules/packages whose source enters the fingerprint (and the DVC deps)
+    build: Callable[[StageContext], dict[str, Any]]  # returns counts to record and log
+
+
+@dataclass
+class RunContext:
+    """Everything one pipeline run shares across its stages."""
+
+    root: Path
+    params: Params
+    force: frozenset[str] = frozenset()
+    tracker: Any = None  # tasks.tracking.Tracker, or None to run untracked
+    parent_run_id: str | None = None
+    flow_run_id: str | None = None
+    git_commit: str = "unknown"
+    on_wait: Callable[[str], None] = field(default=lambda message: log.info(message))
+
+    @property
+    def data_dir(self) -> Path:
+        return self.root / self.params.runtime.data_dir
+
+    @property
+    def work_root(self) -> Path:
+        return self.data_dir / ".work"
+
+
+@dataclass(frozen=True)
+class StageResult:
+    """What a stage run returns: its manifest (paths, hashes, counts; never the data) and whether it was cached."""
+
+    manifest: dict[str, Any]
+    cached: bool
+
+
+# ------------------------------------------------------------------ fingerprints
+def code_paths(stage: Stage) -> list[Path]:
+    """The declared code of a stage: a package's folder or a module's file (also its DVC dependencies)."""
+    paths: list[Path] = []
+    for module in stage.code:
+        spec = importlib.util.find_spec(module)
+        if spec is None or spec.origin is None:
+            raise ValueError(f"stage {stage.name}: code module {module!r} not found")
+        paths += [Path(p) for p in spec.submodule_search_locations or [spec.origin]]
+    return paths
+
+
+def code_files(stage: Stage) -> list[Path]:
+    """The source files a stage's fingerprint covers: every .py file of its declared code."""
+    return [f for p in code_paths(stage) for f in (sorted(p.rglob("*.py")) if p.is_dir() else [p])]
+
+
+@cache
+def _hash_code(paths: tuple[Path, ...], root: Path) -> str:
+    digest = hashlib.sha256()
+    for path in paths:
+        rel = path.relative_to(root).as_posix() if path.is_relative_to(root) else path.name
+        digest.update(rel.encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def code_hash(stage: Stage, root: Path) -> str:
+    """Hash of the stage's source files (paths and bytes); changes whenever its code does."""
+    return _hash_code(tuple(code_files(stage)), root)
+
+
+def fingerprint_inputs(stage: Stage, params: Params, root: Path, upstream: dict[str, str]) -> dict[str, Any]:
+    """Everything the fingerprint covers, as data (kept in the manifest so ``status`` can say what changed)."""
+    return {
+        "stage": stage.name,
+        "code": code_hash(stage, root),
+        "params": {section: params.section(section) for section in stage.reads},
+        "upstream": {name: upstream[name] for name in stage.upstream},
+    }
+
+
+def fingerprint(inputs: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()
+
+
+# ------------------------------------------------------------------ the contract
+def check_cached(out: Path, fp: str, stat_cache: Path) -> tuple[dict[str, Any] | None, str]:
+    """Return (manifest, "") if ``out`` is a complete output with fingerprint ``fp``, else (None, why not)."""
+    manifest = read_manifest(out)
+    if manifest is None:
+        return None, "no output" if not out.exists() else "output has no readable manifest"
+    if manifest["fingerprint"] != fp:
+        return None, "inputs changed"
+    problem = verify(out, manifest, stat_cache)
+    if problem:
+        return None, f"output is corrupt: {problem}"
+    return manifest, ""
+
+
+def run_stage(stage: Stage, ctx: RunContext, upstream: dict[str, StageResult]) -> StageResult:
+    """Bring ``data/<stage>/`` up to date with the current params and upstream outputs; see the module doc."""
+    inputs = fingerprint_inputs(stage, ctx.params, ctx.root, {n: r.manifest["fingerprint"] for n, r in upstream.items()})
+    fp = fingerprint(inputs)
+    out = ctx.data_dir / stage.name
+    stage_work = ctx.work_root / stage.name
+    stat_cache = ctx.work_root / "stat" / f"{stage.name}.json"
+    forced = stage.name in ctx.force
+
+    if not forced:
+        manifest, _ = check_cached(out, fp, stat_cache)
+        if manifest is not None:
+            return _cached(stage, ctx, manifest)
+
+    lock = StageLock(ctx.work_root / "locks" / f"{stage.name}.lock", holder=f"searchlab run, stage {stage.name}",
+                     timeout_s=ctx.params.runtime.lock_timeout_s,
+                     on_wait=lambda who: ctx.on_wait(f"stage {stage.name}: waiting for {who}"))
+    with lock:
+        if not forced:  # another run may have built it while we waited
+            manifest, _ = check_cached(out, fp, stat_cache)
+            if manifest is not None:
+                return _cached(stage, ctx, manifest)
+        # Holding the lock, any scratch folder left here belongs to a run that died.
+        for stale in stage_work.glob("tmp-*"):
+            shutil.rmtree(stale, ignore_errors=True)
+        scratch = stage_work / f"tmp-{uuid.uuid4().hex[:12]}"
+        scratch.mkdir(parents=True)
+        resume = stage_work / f"resume-{fp[:16]}"
+        resume.mkdir(parents=True, exist_ok=True)
+        run_id = _start_tracking(stage, ctx, fp, cached=False)
+        started = time.time()
+        try:
+            counts = stage.build(StageContext(stage.name, ctx.params, ctx.root,
+                                              {n: ctx.data_dir / n for n in stage.upstream}, scratch, resume))
+            seconds = time.time() - started
+            manifest = {
+                "stage": stage.name,
+                "fingerprint": fp,
+                "inputs": inputs,
+                "counts": counts or {},
+                "seconds": round(seconds, 3),
+                "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                "git_commit": ctx.git_commit,
+                "mlflow_run_id": run_id,
+                "prefect_flow_run_id": ctx.flow_run_id,
+                "files": describe_files(scratch),
+            }
+            write_manifest(scratch, manifest)
+            publish(scratch, out, stage_work / "trash")
+        except BaseException:
+            shutil.rmtree(scratch, ignore_errors=True)
+            if run_id:
+                ctx.tracker.finish_stage(run_id, status="FAILED")
+            raise
+        shutil.rmtree(resume, ignore_errors=True)
+        verify(out, manifest, stat_cache)  # primes the stat cache so the next no-op run only stats files
+        if run_id:
+            ctx.tracker.finish_stage(run_id, metrics=_metrics(manifest))
+        return StageResult(manifest, cached=False)
+
+
+def _cached(stage: Stage, ctx: RunContext, manifest: dict[str, Any]) -> StageResult:
+    run_id = _start_tracking(stage, ctx, manifest["fingerprint"], cached=True, producer=manifest.get("mlflow_run_id"))
+    if run_id:
+        ctx.tracker.finish_stage(run_id, metrics=_metrics(manifest))
+    return StageResult(manifest, cached=True)
+
+
+def _metrics(manifest: dict[str, Any]) -> dict[str, float]:
+    metrics = {f"count.{k}": float(v) for k, v in manifest["counts"].items() if isinstance(v, (int, float))}
+    metrics["seconds"] = float(manifest["seconds"])
+    metrics["output_bytes"] = float(sum(f["size"] for f in manifest["files"].values()))
+    return metrics
+
+
+def _start_tracking(stage: Stage, ctx: RunContext, fp: str, cached: bool, producer: str | None = None) -> str | None:
+    if ctx.tracker is None:
+        return None
+    params = {f"{section}.{k}": v for section in stage.reads for k, v in flatten(ctx.params.section(section)).items()}
+    tags = {
+        "searchlab.stage": stage.name,
+        "searchlab.fingerprint": fp,
+        "searchlab.cached": str(cached).lower(),
+        "searchlab.git_commit": ctx.git_commit,
+        "prefect.flow_run_id": ctx.flow_run_id or "",
+        "searchlab.pid": str(os.getpid()),
+    }
+    if producer:
+        tags["searchlab.produced_by_run"] = producer
+    return ctx.tracker.start_stage(ctx.parent_run_id, stage.name, params, tags, produced_by=producer)
+
+
+# ------------------------------------------------------------------ status
+def pipeline_status(stages: list[Stage], params: Params, root: Path) -> list[dict[str, Any]]:
+    """For each stage: ``cached``, ``stale`` or ``missing``, and why (which param, code or upstream changed).
+
+    A stage whose upstream will rerun is stale too, since its fingerprint covers the upstream's.
+    """
+    data_dir = root / params.runtime.data_dir
+    fingerprints: dict[str, str] = {}
+    rows = []
+    for stage in stages:
+        inputs = fingerprint_inputs(stage, params, root, {n: fingerprints[n] for n in stage.upstream})
+        fp = fingerprints[stage.name] = fingerprint(inputs)
+        out = data_dir / stage.name
+        manifest, why = check_cached(out, fp, data_dir / ".work" / "stat" / f"{stage.name}.json")
+        if manifest is not None:
+            rows.append({"stage": stage.name, "state": "cached", "why": []})
+            continue
+        recorded = read_manifest(out)
+        if recorded is None or why.startswith("output is corrupt"):
+            rows.append({"stage": stage.name, "state": "missing", "why": [why]})
+        else:
+            rows.append({"stage": stage.name, "state": "stale", "why": explain_change(recorded.get("inputs", {}), inputs)})
+    return rows
+
+
+def explain_change(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """Human-readable differences between two fingerprint inputs."""
+    reasons = []
+    if old.get("code") != new["code"]:
+        reasons.append("code changed")
+    old_params = flatten(old.get("params", {}))
+    new_params = flatten(new["params"])
+    for key in sorted(set(old_params) | set(new_params)):
+        if old_params.get(key, "<unset>") != new_params.get(key, "<unset>"):
+            reasons.append(f"param {key}: {old_params.get(key, '<unset>')!r} -> {new_params.get(key, '<unset>')!r}")
+    for name, fp in new["upstream"].items():
+        if old.get("upstream", {}).get(name) != fp:
+            reasons.append(f"upstream {name} changed")
+    return reasons or ["fingerprint changed"]
