@@ -1,0 +1,63 @@
+"""The params schema: both shipped profiles validate; bad keys and values are named with file and line."""
+
+from pathlib import Path
+
+import pytest
+
+from searchlab.params import ParamsError, flatten, load_params
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in (REPO / "params").glob("*.yaml")))
+def test_shipped_profiles_validate(name):
+    params = load_params(REPO / "params" / name)
+    assert params.retriever.k1 == 0.9 and params.retriever.b == 0.4  # Anserini's BM25 defaults
+
+
+def test_override_goes_through_schema_with_yaml_types():
+    params = load_params(REPO / "params/smoke.yaml", ["index.threads=3", "retriever.url=null", "index.dense.enabled=true"])
+    assert params.index.threads == 3 and params.index.dense.enabled is True and params.retriever.url is None
+
+
+def test_unknown_key_in_file_names_key_and_line(tmp_path):
+    path = tmp_path / "p.yaml"
+    path.write_text("index:\n  threads: 2\n  dense:\n    enabeld: true\n")
+    with pytest.raises(ParamsError) as err:
+        load_params(path)
+    assert f"{path}: index.dense.enabeld (line 4): unknown key" in str(err.value)
+
+
+def test_ill_typed_value_names_key_and_value(tmp_path):
+    path = tmp_path / "p.yaml"
+    path.write_text("retriever:\n  topk: many\n")
+    with pytest.raises(ParamsError, match=r"retriever.topk \(line 2\): .*integer.*'many'"):
+        load_params(path)
+
+
+@pytest.mark.parametrize("override, message", [
+    ("retriever.topkk=3", r"retriever.topkk \(from --set retriever.topkk=3\): unknown key"),
+    ("retriever.topk=0", r"retriever.topk \(from --set retriever.topk=0\): Input should be greater than or equal to 1"),
+    ("retriever.topk", r"expected KEY=VALUE"),
+    ("index.threads.x=1", r"index.threads is not a section"),
+])
+def test_bad_override_is_named(override, message):
+    with pytest.raises(ParamsError, match=message):
+        load_params(REPO / "params/smoke.yaml", [override])
+
+
+def test_import_source_requires_path():
+    with pytest.raises(ParamsError, match="corpus.path is required"):
+        load_params(REPO / "params/smoke.yaml", ["corpus.source=beir"])
+
+
+def test_missing_and_malformed_files(tmp_path):
+    with pytest.raises(ParamsError, match="cannot read"):
+        load_params(tmp_path / "absent.yaml")
+    (tmp_path / "bad.yaml").write_text("index: [1, 2\n")
+    with pytest.raises(ParamsError, match="not valid YAML"):
+        load_params(tmp_path / "bad.yaml")
+
+
+def test_flatten():
+    assert flatten({"a": {"b": 1, "c": {"d": None}}, "e": {}}) == {"a.b": 1, "a.c.d": None, "e": {}}
