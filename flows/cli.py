@@ -62,10 +62,12 @@ def run(
         plan(stages or [])
     except ValueError as err:
         raise _fail(str(err), 2) from None
-    api_url = configure_prefect(root, params.runtime.prefect_api_url)
+    configure_prefect(root, params.runtime.prefect_api_url)
     from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
 
     from flows.pipeline import pipeline
+
+    _preload_in_background("mlflow", "mlflow.store.tracking.sqlalchemy_store")
 
     started = time.time()
     try:
@@ -90,8 +92,16 @@ def run(
         console.print(f"Prefect: {ui['prefect_ui_url']}   MLflow: {ui['mlflow_url']}")
     else:
         console.print("Prefect and MLflow UIs: run `searchlab ui` (runs recorded in .prefect/ and mlflow.db)")
-    if api_url is None:
+    if "index" in summary:
         console.print("search:  searchlab search \"your question\"")
+
+
+def _preload_in_background(*modules: str) -> None:
+    """Import slow modules (MLflow: ~2 s) in a thread while Prefect starts its server, instead of after."""
+    import importlib
+    import threading
+
+    threading.Thread(target=lambda: [importlib.import_module(m) for m in modules], daemon=True).start()
 
 
 @app.command()
@@ -207,6 +217,8 @@ def ui(
         subprocess.Popen([str(bin_dir / "mlflow"), "server", "--host", host, "--port", str(mlflow_port),
                           "--backend-store-uri", tracking_uri(params.tracking, root),
                           "--default-artifact-root", (root / "mlartifacts").resolve().as_uri()],
+                         # MLflow's background job runner (7 worker processes) serves GenAI features we don't use.
+                         env=dict(os.environ, MLFLOW_SERVER_ENABLE_JOB_EXECUTION="false"),
                          cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT),
     ]
     state = {"prefect_api_url": f"http://{host}:{prefect_port}/api", "prefect_ui_url": f"http://{host}:{prefect_port}",

@@ -56,7 +56,8 @@ def pipeline(params_file: str = "params/default.yaml", overrides: list[str] | No
     results: dict[str, StageResult] = {}
     try:
         for stage in todo:
-            results[stage.name] = stage_task(stage)(ctx, {n: results[n] for n in stage.upstream})
+            state = stage_task(stage)(ctx, {n: results[n] for n in stage.upstream}, return_state=True)
+            results[stage.name] = state.result()  # raises if the stage failed
     except BaseException:
         tracker.finish_pipeline(parent, status="FAILED")
         raise

@@ -1,11 +1,15 @@
 """The index stage: a Lucene BM25 index (and optionally a FAISS dense index) of the corpus, as ``data/index/``."""
 
+from searchlab.params import flatten
 from searchlab.retrieval.indexing import build_index
 from tasks.stage import Stage, StageContext
 
 
 def _build(ctx: StageContext) -> dict:
-    return build_index(ctx.params.index, ctx.inputs["corpus"] / "corpus.jsonl", ctx.out_dir)
+    summary = build_index(ctx.params.index, ctx.inputs["corpus"] / "corpus.jsonl", ctx.out_dir)
+    # The full summary stays in data/index/index_info.json; the manifest and MLflow get its numbers.
+    return {k: v for k, v in flatten(summary).items()
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and k != "format"}
 
 
 STAGE = Stage(
@@ -13,6 +17,6 @@ STAGE = Stage(
     description="Index the corpus with pyserini (Lucene BM25) and, if enabled, a FAISS dense index",
     upstream=("corpus",),
     reads=("index",),
-    code=("searchlab.retrieval.indexing", "searchlab.retrieval.jvm", "searchlab.retrieval.dense", "tasks.index"),
+    code=("searchlab.retrieval", "searchlab.jsonl", "tasks.index"),
     build=_build,
 )

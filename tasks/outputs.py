@@ -67,16 +67,25 @@ def verify(folder: Path, manifest: dict[str, Any], stat_cache: Path) -> str | No
         if st.st_size != expected["size"]:
             return f"{rel} has changed size"
         key = [st.st_size, st.st_mtime_ns, expected["sha256"]]
-        if cache.get(rel) != key:
-            if sha256_file(path) != expected["sha256"]:
-                return f"{rel} has changed content"
+        if cache.get(rel) != key and sha256_file(path) != expected["sha256"]:
+            return f"{rel} has changed content"
         fresh[rel] = key
     if fresh != cache:
-        stat_cache.parent.mkdir(parents=True, exist_ok=True)
-        tmp = stat_cache.with_suffix(f".{uuid.uuid4().hex}.tmp")
-        tmp.write_text(json.dumps(fresh))
-        os.replace(tmp, stat_cache)
+        remember(fresh, stat_cache)
     return None
+
+
+def remember_published(folder: Path, manifest: dict[str, Any], stat_cache: Path) -> None:
+    """Record the stats of a folder just written from the hashes in its manifest, so no file is read twice."""
+    remember({rel: [(folder / rel).stat().st_size, (folder / rel).stat().st_mtime_ns, f["sha256"]]
+              for rel, f in manifest["files"].items()}, stat_cache)
+
+
+def remember(entries: dict[str, list], stat_cache: Path) -> None:
+    stat_cache.parent.mkdir(parents=True, exist_ok=True)
+    tmp = stat_cache.with_suffix(f".{uuid.uuid4().hex}.tmp")
+    tmp.write_text(json.dumps(entries))
+    os.replace(tmp, stat_cache)
 
 
 def publish(scratch: Path, target: Path, trash_dir: Path) -> None:

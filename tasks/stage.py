@@ -29,7 +29,7 @@ from typing import Any
 
 from searchlab.params import Params, flatten
 from tasks.locking import StageLock
-from tasks.outputs import describe_files, publish, read_manifest, verify, write_manifest
+from tasks.outputs import describe_files, publish, read_manifest, remember_published, verify, write_manifest
 
 log = logging.getLogger("searchlab")
 
@@ -202,7 +202,7 @@ def run_stage(stage: Stage, ctx: RunContext, upstream: dict[str, StageResult]) -
                 ctx.tracker.finish_stage(run_id, status="FAILED")
             raise
         shutil.rmtree(resume, ignore_errors=True)
-        verify(out, manifest, stat_cache)  # primes the stat cache so the next no-op run only stats files
+        remember_published(out, manifest, stat_cache)  # the next no-op run then only stats files
         if run_id:
             ctx.tracker.finish_stage(run_id, metrics=_metrics(manifest))
         return StageResult(manifest, cached=False)

@@ -1,0 +1,109 @@
+"""The document store: row number → (id, contents), shared by the BM25 and dense indexes.
+
+Lucene keeps only each document's id (a stored ``contents`` field would have to
+be decompressed per hit and copied through JNI, which made search 2-3× slower);
+FAISS keeps only vectors. Both map their hits to a *row* here instead.
+
+Layout of ``docstore/``:
+
+* ``docs.jsonl``  one ``{"id", "contents"}`` object per line, in corpus order
+  (readable with any JSONL tool);
+* ``offsets.npy`` int64 byte offsets, ``n + 1`` entries: row ``i`` is
+  ``docs.jsonl[offsets[i]:offsets[i + 1]]``.
+
+The file is memory-mapped, so opening is instant and only the pages of passages
+actually returned are read.
+"""
+
+from __future__ import annotations
+
+import mmap
+from pathlib import Path
+
+import numpy as np
+import orjson
+
+DOCS_FILE = "docs.jsonl"
+OFFSETS_FILE = "offsets.npy"
+
+
+class DocStoreWriter:
+    """Append documents in row order; :meth:`close` writes the offsets. Use as a context manager."""
+
+    def __init__(self, folder: Path):
+        folder.mkdir(parents=True, exist_ok=True)
+        self.folder = folder
+        self._file = open(folder / DOCS_FILE, "wb")
+        self._offsets: list[int] = [0]
+
+    def add(self, doc_id: str, contents: str) -> int:
+        """Store one document; return its row number."""
+        line = orjson.dumps({"id": doc_id, "contents": contents}) + b"\n"
+        self._file.write(line)
+        self._offsets.append(self._offsets[-1] + len(line))
+        return len(self._offsets) - 2
+
+    def __len__(self) -> int:
+        return len(self._offsets) - 1
+
+    def close(self) -> None:
+        if not self._file.closed:
+            self._file.close()
+            np.save(self.folder / OFFSETS_FILE, np.asarray(self._offsets, dtype=np.int64))
+
+    def __enter__(self) -> "DocStoreWriter":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class DocStore:
+    """Read-only access to a ``docstore/`` folder by row number (thread-safe)."""
+
+    def __init__(self, folder: Path):
+        docs, offsets = folder / DOCS_FILE, folder / OFFSETS_FILE
+        if not docs.is_file() or not offsets.is_file():
+            raise FileNotFoundError(f"{folder} is not a document store (needs {DOCS_FILE} and {OFFSETS_FILE})")
+        # a plain ndarray view of the memmap: indexing a np.memmap subclass costs ~3 µs a call
+        self.offsets = np.asarray(np.load(offsets, mmap_mode="r"))
+        self._file = open(docs, "rb")
+        size = docs.stat().st_size
+        if size != int(self.offsets[-1]):
+            raise ValueError(f"{folder}: {DOCS_FILE} has {size} bytes but {OFFSETS_FILE} expects {int(self.offsets[-1])}")
+        # mmap of an empty file is an error; an empty store simply has no rows
+        self._map = mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    def get(self, row: int) -> tuple[str, str]:
+        """``(id, contents)`` of one row."""
+        doc = orjson.loads(self._map[int(self.offsets[row]) : int(self.offsets[row + 1])])
+        return doc["id"], doc["contents"]
+
+    def get_many(self, rows) -> list[tuple[str, str]]:
+        """``(id, contents)`` for each row in ``rows`` (any int sequence or array), in order."""
+        rows = np.asarray(rows, dtype=np.int64)
+        starts = self.offsets[rows].tolist()
+        ends = self.offsets[rows + 1].tolist()
+        out = []
+        for start, end in zip(starts, ends):
+            doc = orjson.loads(self._map[start:end])
+            out.append((doc["id"], doc["contents"]))
+        return out
+
+    def raw_many(self, rows) -> list[bytes]:
+        """Each row's stored JSON object ``{"id": ..., "contents": ...}`` as UTF-8 bytes, undecoded.
+
+        Exactly the ``document`` object of Search-R1's ``/retrieve`` answer, so the
+        server can copy it into a response without decoding and re-encoding it.
+        """
+        rows = np.asarray(rows, dtype=np.int64)
+        # the stored line ends with "\n": drop it
+        return [self._map[start : end - 1] for start, end in zip(self.offsets[rows].tolist(), self.offsets[rows + 1].tolist())]
+
+    def close(self) -> None:
+        if isinstance(self._map, mmap.mmap):
+            self._map.close()
+        self._file.close()

@@ -1,0 +1,59 @@
+"""The `searchlab` command line, run as a user would, against a real Prefect server."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+
+from tests.conftest import BIN, make_project, run_cli
+
+
+def test_run_status_search_and_param_errors(prefect_server, tmp_path):
+    project = make_project(tmp_path / "project")
+    bad = run_cli(project, "run", "--params", "params/smoke.yaml", "--set", "index.thread=2", check=False)
+    assert bad.returncode == 2
+    assert "index.thread (from --set index.thread=2): unknown key" in bad.stderr
+    assert not (project / "data").exists()  # nothing ran
+
+    missing = run_cli(project, "status", "--params", "params/smoke.yaml")
+    assert "corpus       missing" in missing.stdout and "index        missing" in missing.stdout
+
+    first = run_cli(project, "run", "--params", "params/smoke.yaml")
+    assert "computed" in first.stdout and "data:" in first.stdout
+
+    cached = run_cli(project, "status", "--params", "params/smoke.yaml")
+    assert "corpus       cached" in cached.stdout and "index        cached" in cached.stdout
+
+    stale = run_cli(project, "status", "--params", "params/smoke.yaml", "--set", "corpus.world.seed=5")
+    assert "corpus       stale" in stale.stdout
+    assert "param corpus.world.seed: 0 -> 5" in stale.stdout
+    assert "upstream corpus changed" in stale.stdout
+
+    # search the built index for a passage's own title: that passage comes back first
+    first_passage = json.loads((project / "data/corpus/corpus.jsonl").read_text().splitlines()[0])
+    title = first_passage["contents"].split("\n")[0].strip('"')
+    hits = json.loads(run_cli(project, "search", title, "--params", "params/smoke.yaml", "--json", "-k", "3").stdout)
+    assert len(hits) == 3
+    assert title in hits[0]["contents"].split("\n")[0]
+
+
+def test_kill_9_during_index_then_rerun_completes(prefect_server, tmp_path):
+    project = make_project(tmp_path / "project")
+    run_cli(project, "run", "corpus", "--params", "params/smoke.yaml")
+    proc = subprocess.Popen([str(BIN / "searchlab"), "run", "--params", "params/smoke.yaml"], cwd=project,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+                            env=os.environ.copy())
+    deadline = time.time() + 120
+    while not list((project / "data/.work/index").glob("tmp-*")):
+        assert proc.poll() is None and time.time() < deadline, "index stage never started"
+        time.sleep(0.05)
+    assert not (project / "data/index").exists()
+    os.killpg(proc.pid, signal.SIGKILL)  # the run and the indexer it started
+    proc.wait()
+    assert not (project / "data/index").exists()
+    rerun = run_cli(project, "run", "--params", "params/smoke.yaml")
+    assert "index" in rerun.stdout and (project / "data/index/manifest.json").exists()
+    assert "index        cached" in run_cli(project, "status", "--params", "params/smoke.yaml").stdout
