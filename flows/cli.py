@@ -62,12 +62,13 @@ def run(
         plan(stages or [])
     except ValueError as err:
         raise _fail(str(err), 2) from None
+    from tasks.tracking import prestart
+
+    prestart(params.tracking, root)  # MLflow loads in its own process while Prefect starts
     configure_prefect(root, params.runtime.prefect_api_url)
     from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
 
     from flows.pipeline import pipeline
-
-    _preload_in_background("mlflow", "mlflow.store.tracking.sqlalchemy_store")
 
     started = time.time()
     try:
@@ -94,14 +95,6 @@ def run(
         console.print("Prefect and MLflow UIs: run `searchlab ui` (runs recorded in .prefect/ and mlflow.db)")
     if "index" in summary:
         console.print("search:  searchlab search \"your question\"")
-
-
-def _preload_in_background(*modules: str) -> None:
-    """Import slow modules (MLflow: ~2 s) in a thread while Prefect starts its server, instead of after."""
-    import importlib
-    import threading
-
-    threading.Thread(target=lambda: [importlib.import_module(m) for m in modules], daemon=True).start()
 
 
 @app.command()

@@ -1,13 +1,21 @@
 """MLflow tracking for pipeline runs: one parent run per pipeline run, one nested run per stage.
 
-Uses :class:`mlflow.MlflowClient` with explicit run ids rather than MLflow's
-fluent API, whose active-run stack is thread-local and would break under
-Prefect's worker threads.
+MLflow is driven from a small worker process (``python -m tasks.tracking``)
+that the CLI starts first thing (:func:`prestart`): importing MLflow costs ~2 s
+of CPU, and in a separate process that runs on the other core while Prefect
+starts, instead of holding the GIL of the run itself. The worker uses
+:class:`mlflow.MlflowClient` with explicit run ids (MLflow's fluent API keeps
+its active run per thread, which breaks under Prefect's worker threads).
 """
 
 from __future__ import annotations
 
 import fcntl
+import json
+import os
+import subprocess
+import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -24,57 +32,126 @@ def tracking_uri(params: TrackingParams, root: Path) -> str:
     return params.mlflow_uri or default_tracking_uri(root)
 
 
+_started: dict[tuple[str, str, str], subprocess.Popen] = {}
+
+
+def prestart(params: TrackingParams, root: Path) -> None:
+    """Start the MLflow worker now, so it is ready by the time the first stage logs."""
+    _worker(tracking_uri(params, root), params.experiment, root)
+
+
+def _worker(uri: str, experiment: str, root: Path) -> subprocess.Popen:
+    key = (uri, experiment, str(root.resolve()))
+    proc = _started.get(key)
+    if proc is None or proc.poll() is not None:
+        proc = _started[key] = subprocess.Popen(
+            [sys.executable, "-m", "tasks.tracking", uri, experiment, str(root.resolve())],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
+    return proc
+
+
+class TrackingError(RuntimeError):
+    """MLflow refused a write; the message is MLflow's."""
+
+
 class Tracker:
-    """Creates and finishes the MLflow runs of a pipeline run."""
+    """Creates and finishes the MLflow runs of a pipeline run (through the worker process)."""
 
     def __init__(self, params: TrackingParams, root: Path):
-        from mlflow import MlflowClient  # imported here: ~2 s, paid only by runs that track
-
         self.uri = tracking_uri(params, root)
-        self.client = MlflowClient(tracking_uri=self.uri)
-        self.experiment_id = self._experiment(params.experiment, root)
-
-    def _experiment(self, name: str, root: Path) -> str:
-        # Several runs creating a fresh SQLite store at once can fail: serialise creation on a file lock.
-        with open(root / "mlflow.db.lock", "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            found = self.client.get_experiment_by_name(name)
-            if found is not None:
-                return found.experiment_id
-            return self.client.create_experiment(name, artifact_location=(root / "mlartifacts").resolve().as_uri())
+        self._proc = _worker(self.uri, params.experiment, root)
+        self._lock = threading.Lock()  # one request at a time on the pipe
+        self.experiment_id: str = self._call("experiment_id")
 
     def start_pipeline(self, run_name: str, params: dict[str, Any], tags: dict[str, str]) -> str:
-        run = self.client.create_run(self.experiment_id, run_name=run_name, tags=tags)
-        self._log(run.info.run_id, params=params)
-        return run.info.run_id
+        return self._call("start_run", run_name, params, tags, None, None)
 
     def start_stage(self, parent_run_id: str | None, stage: str, params: dict[str, Any], tags: dict[str, str],
                     produced_by: str | None = None) -> str:
-        tags = dict(tags)
-        if parent_run_id:
-            tags["mlflow.parentRunId"] = parent_run_id
-        if produced_by:
-            tags["mlflow.note.content"] = (
-                f"Cached: this stage did no work. Its output was produced by run "
-                f"[{produced_by}](#/experiments/{self.experiment_id}/runs/{produced_by})."
-            )
-        run = self.client.create_run(self.experiment_id, run_name=stage, tags=tags)
-        self._log(run.info.run_id, params=params)
-        return run.info.run_id
+        return self._call("start_run", stage, params, tags, parent_run_id, produced_by)
 
     def finish_stage(self, run_id: str, metrics: dict[str, float] | None = None, status: str = "FINISHED") -> None:
-        if metrics:
-            self._log(run_id, metrics=metrics)
-        self.client.set_terminated(run_id, status=status)
+        self._call("finish_run", run_id, metrics or {}, status)
 
     finish_pipeline = finish_stage
 
-    def _log(self, run_id: str, params: dict[str, Any] | None = None, metrics: dict[str, float] | None = None) -> None:
+    def _call(self, method: str, *args: Any) -> Any:
+        with self._lock:
+            if self._proc.poll() is not None:
+                raise TrackingError(f"the MLflow worker exited with code {self._proc.returncode}")
+            self._proc.stdin.write(json.dumps([method, args]) + "\n")
+            line = self._proc.stdout.readline()
+        if not line:
+            raise TrackingError(f"the MLflow worker stopped (exit code {self._proc.wait()})")
+        reply = json.loads(line)
+        if "error" in reply:
+            raise TrackingError(reply["error"])
+        return reply["result"]
+
+
+class _MlflowWriter:
+    """The worker's side: the actual MLflow calls."""
+
+    def __init__(self, uri: str, experiment: str, root: Path):
+        from mlflow import MlflowClient
+
+        self.client = MlflowClient(tracking_uri=uri)
+        # Several runs creating a fresh SQLite store at once can fail: serialise creation on a file lock.
+        with open(root / "mlflow.db.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            found = self.client.get_experiment_by_name(experiment)
+            self.experiment = found.experiment_id if found else self.client.create_experiment(
+                experiment, artifact_location=(root / "mlartifacts").resolve().as_uri())
+
+    def experiment_id(self) -> str:
+        return self.experiment
+
+    def start_run(self, name: str, params: dict, tags: dict, parent: str | None, produced_by: str | None) -> str:
+        tags = dict(tags)
+        if parent:
+            tags["mlflow.parentRunId"] = parent
+        if produced_by:
+            tags["mlflow.note.content"] = (
+                f"Cached: this stage did no work. Its output was produced by run "
+                f"[{produced_by}](#/experiments/{self.experiment}/runs/{produced_by})."
+            )
+        run_id = self.client.create_run(self.experiment, run_name=name, tags=tags).info.run_id
+        self._log(run_id, params=params)
+        return run_id
+
+    def finish_run(self, run_id: str, metrics: dict, status: str) -> None:
+        self._log(run_id, metrics=metrics)
+        self.client.set_terminated(run_id, status=status)
+
+    def _log(self, run_id: str, params: dict | None = None, metrics: dict | None = None) -> None:
         from mlflow.entities import Metric, Param
 
-        now = int(time.time() * 1000)
-        self.client.log_batch(
-            run_id,
-            params=[Param(k, "null" if v is None else str(v)) for k, v in (params or {}).items()],
-            metrics=[Metric(k, float(v), now, 0) for k, v in (metrics or {}).items()],
-        )
+        if params or metrics:
+            now = int(time.time() * 1000)
+            self.client.log_batch(
+                run_id,
+                params=[Param(k, "null" if v is None else str(v)) for k, v in (params or {}).items()],
+                metrics=[Metric(k, float(v), now, 0) for k, v in (metrics or {}).items()],
+            )
+
+
+def _serve(uri: str, experiment: str, root: str) -> None:
+    # Replies go to a private copy of stdout; anything MLflow or alembic prints lands on stderr instead.
+    replies = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
+    try:
+        writer, startup_error = _MlflowWriter(uri, experiment, Path(root)), None
+    except Exception as err:  # reported on the first request
+        writer, startup_error = None, f"{type(err).__name__}: {err}"
+    for line in sys.stdin:
+        method, args = json.loads(line)
+        try:
+            reply = {"error": startup_error} if startup_error else {"result": getattr(writer, method)(*args)}
+        except Exception as err:  # reported to the caller, which raises it there
+            reply = {"error": f"{type(err).__name__}: {err}"}
+        replies.write(json.dumps(reply) + "\n")
+        replies.flush()
+
+
+if __name__ == "__main__":
+    _serve(*sys.argv[1:4])
