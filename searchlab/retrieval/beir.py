@@ -52,8 +52,16 @@ def load_queries(beir_dir: Path) -> dict[str, str]:
 
 
 def load_qrels(beir_dir: Path, split: str = "test") -> dict[str, dict[str, int]]:
-    """Query id → document id → relevance judgement, from ``qrels/<split>.tsv``."""
+    """Query id → document id → relevance judgement, from ``qrels/<split>.tsv``.
+
+    A folder without ``qrels/`` but with a single ``qrels.tsv`` (what the corpus
+    stage keeps of an imported BEIR collection) is read from that file.
+    """
     path = Path(beir_dir) / "qrels" / f"{split}.tsv"
+    if not path.exists() and (Path(beir_dir) / "qrels.tsv").exists():
+        path = Path(beir_dir) / "qrels.tsv"
+    if not path.exists():
+        raise FileNotFoundError(f"{beir_dir}: no qrels/{split}.tsv (nor qrels.tsv); is this a BEIR folder?")
     qrels: dict[str, dict[str, int]] = {}
     with open(path, encoding="utf-8", newline="") as f:
         for number, row in enumerate(csv.reader(f, delimiter="\t"), start=1):
