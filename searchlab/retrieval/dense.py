@@ -7,14 +7,13 @@ from pathlib import Path
 
 import numpy as np
 
-from searchlab.retrieval.base import Hit, IndexNotFoundError, RetrieverBase, RetrieverError, check_request
-from searchlab.retrieval.coalesce import Coalescer
+from searchlab.retrieval.base import IndexNotFoundError, RetrieverBase, RetrieverError
 from searchlab.retrieval.dense_index import INDEX_FILE, META_FILE
-from searchlab.retrieval.docstore import DocStore
+from searchlab.retrieval.docstore import DocStore, DocStoreRetriever
 from searchlab.retrieval.encoders import encode, load_encoder
 
 
-class DenseRetriever(RetrieverBase):
+class DenseRetriever(DocStoreRetriever, RetrieverBase):
     """Cosine-similarity search over ``index_dir/dense`` (scores in [-1, 1], higher is better).
 
     ``encoder`` defaults to the one the index was built with (recorded in
@@ -48,28 +47,7 @@ class DenseRetriever(RetrieverBase):
                 f"the index holds {self._index.d}-d ones (built with {self.meta['encoder']!r})"
             )
         self.batch_size = batch_size
-        self._batches = Coalescer(self._search_batch)  # concurrent callers share one encoder batch
-        self._closed = False
-
-    def search(self, queries: list[str], k: int) -> list[list[Hit]]:
-        """Up to ``k`` hits per query, best first (see :class:`~searchlab.retrieval.base.Retriever`)."""
-        results = []
-        for rows, scores in self._ranked(queries, k):
-            docs = self.docstore.get_many(rows)
-            results.append([Hit(doc_id, contents, score) for (doc_id, contents), score in zip(docs, scores)])
-        return results
-
-    def search_documents(self, queries: list[str], k: int) -> list[list[tuple[bytes, float]]]:
-        """Hits as ``(document JSON bytes, score)`` (see :class:`~searchlab.retrieval.base.DocumentSearch`)."""
-        return [list(zip(self.docstore.raw_many(rows), scores)) for rows, scores in self._ranked(queries, k)]
-
-    def _ranked(self, queries: list[str], k: int) -> list[tuple[np.ndarray, list[float]]]:
-        check_request(queries, k)
-        if self._closed:
-            raise RetrieverError("DenseRetriever is closed")
-        if not queries:
-            return []
-        return self._batches.search(list(queries), k)
+        super().__init__()  # concurrent callers share one batch
 
     def _search_batch(self, queries: list[str], k: int) -> list[tuple[np.ndarray, list[float]]]:
         vectors = encode(self._model, queries, self.batch_size)

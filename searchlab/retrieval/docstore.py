@@ -23,6 +23,9 @@ from pathlib import Path
 import numpy as np
 import orjson
 
+from searchlab.retrieval.base import Hit, RetrieverError, check_request
+from searchlab.retrieval.coalesce import Coalescer
+
 DOCS_FILE = "docs.jsonl"
 OFFSETS_FILE = "offsets.npy"
 
@@ -107,3 +110,41 @@ class DocStore:
         if isinstance(self._map, mmap.mmap):
             self._map.close()
         self._file.close()
+
+
+class DocStoreRetriever:
+    """Shared search path of the retrievers whose hits are docstore rows (BM25 and dense).
+
+    A subclass sets ``self.docstore`` and implements ``_search_batch(queries, k)``
+    returning ``(rows, scores)`` per query; concurrent callers are merged into one
+    such batch by a :class:`~searchlab.retrieval.coalesce.Coalescer`.
+    """
+
+    docstore: DocStore
+
+    def __init__(self) -> None:
+        self._batches = Coalescer(self._search_batch)
+        self._closed = False
+
+    def search(self, queries: list[str], k: int) -> list[list[Hit]]:
+        """Up to ``k`` hits per query, best first (see :class:`~searchlab.retrieval.base.Retriever`)."""
+        results = []
+        for rows, scores in self._ranked(queries, k):
+            docs = self.docstore.get_many(rows) if scores else []
+            results.append([Hit(doc_id, contents, score) for (doc_id, contents), score in zip(docs, scores)])
+        return results
+
+    def search_documents(self, queries: list[str], k: int) -> list[list[tuple[bytes, float]]]:
+        """Hits as ``(document JSON bytes, score)`` (see :class:`~searchlab.retrieval.base.DocumentSearch`)."""
+        return [list(zip(self.docstore.raw_many(rows), scores)) if scores else [] for rows, scores in self._ranked(queries, k)]
+
+    def _ranked(self, queries: list[str], k: int) -> list[tuple[np.ndarray, list[float]]]:
+        check_request(queries, k)
+        if self._closed:
+            raise RetrieverError(f"{type(self).__name__} is closed")
+        if not queries:
+            return []
+        return self._batches.search(list(queries), k)
+
+    def _search_batch(self, queries: list[str], k: int) -> list[tuple[np.ndarray, list[float]]]:
+        raise NotImplementedError

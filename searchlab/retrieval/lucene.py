@@ -30,9 +30,8 @@ from pathlib import Path
 import numpy as np
 import orjson
 
-from searchlab.retrieval.base import Hit, IndexNotFoundError, RetrieverBase, RetrieverError, check_request
-from searchlab.retrieval.coalesce import Coalescer
-from searchlab.retrieval.docstore import DocStore
+from searchlab.retrieval.base import IndexNotFoundError, RetrieverBase, RetrieverError
+from searchlab.retrieval.docstore import DocStore, DocStoreRetriever
 from searchlab.retrieval.jvm import autoclass
 from searchlab.retrieval.lucene_index import CONTENTS_FIELD, ROWS_FILE
 
@@ -54,7 +53,7 @@ def _json_writer():
     return mapper.writeValueAsString
 
 
-class BM25Retriever(RetrieverBase):
+class BM25Retriever(DocStoreRetriever, RetrieverBase):
     """BM25 over ``index_dir/bm25`` (built by :func:`~searchlab.retrieval.indexing.build_index`).
 
     >>> with BM25Retriever(Path("data/index")) as r:  # doctest: +SKIP
@@ -86,33 +85,12 @@ class BM25Retriever(RetrieverBase):
         self.threads = threads
         # threads - 1 helpers: the thread that runs a batch searches its first slice itself
         self._pool = ThreadPoolExecutor(threads - 1, thread_name_prefix="bm25") if threads > 1 else None
-        self._batches = Coalescer(self._search_batch)
-        self._closed = False
+        super().__init__()  # concurrent callers share one batch
 
     @property
     def num_documents(self) -> int:
         """Documents in the index."""
         return int(self._reader.numDocs())
-
-    def search(self, queries: list[str], k: int) -> list[list[Hit]]:
-        """Up to ``k`` hits per query, best first (see :class:`~searchlab.retrieval.base.Retriever`)."""
-        results = []
-        for rows, scores in self._ranked(queries, k):
-            docs = self.docstore.get_many(rows) if scores else []
-            results.append([Hit(doc_id, contents, score) for (doc_id, contents), score in zip(docs, scores)])
-        return results
-
-    def search_documents(self, queries: list[str], k: int) -> list[list[tuple[bytes, float]]]:
-        """Hits as ``(document JSON bytes, score)`` (see :class:`~searchlab.retrieval.base.DocumentSearch`)."""
-        return [list(zip(self.docstore.raw_many(rows), scores)) if scores else [] for rows, scores in self._ranked(queries, k)]
-
-    def _ranked(self, queries: list[str], k: int) -> list[tuple[np.ndarray, list[float]]]:
-        check_request(queries, k)
-        if self._closed:
-            raise RetrieverError("BM25Retriever is closed")
-        if not queries:
-            return []
-        return self._batches.search(list(queries), k)
 
     def _search_batch(self, queries: list[str], k: int) -> list[tuple[np.ndarray, list[float]]]:
         """Docstore rows and scores of each query's top ``k``; what concurrent callers share."""
