@@ -83,7 +83,8 @@ def run(
         table.add_column(column)
     for name, row in summary.items():
         state = "[dim]cached[/dim]" if row["cached"] else "[green]computed[/green]"
-        counts = ", ".join(f"{k}={v}" for k, v in row["counts"].items())
+        # headline counts only (breakdowns such as rejected.* stay in the manifest and MLflow)
+        counts = ", ".join(f"{k}={v}" for k, v in row["counts"].items() if "." not in k)
         table.add_row(name, state, f"{row['seconds']:.1f}", counts)
     console.print(table)
     data_dir = root / params.runtime.data_dir

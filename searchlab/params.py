@@ -37,15 +37,34 @@ class WorldParams(Section):
     )
 
 
+class RecordsParams(Section):
+    """How to read a user's semi-structured JSON/JSONL records (``corpus.source: records``).
+
+    Each record becomes a KB entity: ``id_field`` names it, ``name_field`` titles it,
+    ``attributes`` become attribute facts and ``references`` (an id or a list of ids
+    of other records) become relation facts, stated in passages of a few facts each.
+    """
+
+    id_field: str = "id"
+    name_field: str = "name"
+    type_field: str | None = Field(None, description="field holding the record's type; None: every record is `default_type`")
+    default_type: str = "record"
+    attributes: list[str] | None = Field(
+        None, description="fields to state as attributes; None: every scalar field except id, name, type and references"
+    )
+    references: list[str] = Field(default_factory=list, description="fields holding the id (or ids) of other records")
+
+
 class CorpusParams(Section):
     """Where the corpus comes from: the synthetic world, or a file/folder to import."""
 
-    source: Literal["synthetic", "jsonl", "parquet", "beir"] = "synthetic"
+    source: Literal["synthetic", "jsonl", "parquet", "beir", "records"] = "synthetic"
     path: str | None = Field(None, description="file or folder to import; relative paths start at the repo root")
     on_error: Literal["fail", "skip"] = Field(
         "fail", description="a malformed record fails the stage (naming file and line) or is skipped and counted"
     )
     world: WorldParams = WorldParams()
+    records: RecordsParams = RecordsParams()
 
     @model_validator(mode="after")
     def _import_needs_path(self) -> "CorpusParams":
@@ -90,6 +109,103 @@ class RetrieverParams(Section):
     max_topk: int = Field(100, ge=1, description="largest topk one /retrieve request may ask for")
 
 
+# ---------------------------------------------------------------- qa synthesis
+QuestionType = Literal["single", "bridge", "compare", "compose", "oblique"]
+QUESTION_TYPES: tuple[str, ...] = ("single", "bridge", "compare", "compose", "oblique")
+
+
+class SolverParams(Section):
+    """One solver of the consensus filter: what it sees (``role``) and what answers (``backend``)."""
+
+    name: str
+    role: Literal["closed_book", "one_shot", "gold"] = Field(
+        description="closed_book: the question alone; one_shot: top-k BM25 passages for the whole question; "
+                    "gold: the question's gold evidence passages")
+    backend: Literal["rules", "hf", "openai"] = Field(
+        "rules", description="rules: the built-in lexical reader; hf: a Hugging Face causal LM; "
+                             "openai: an OpenAI-compatible chat endpoint")
+    model: str | None = Field(None, description="Hugging Face path or id (hf) or model name (openai)")
+    url: str | None = Field(None, description="base URL of the OpenAI-compatible endpoint, e.g. http://127.0.0.1:8001/v1")
+    api_key_env: str | None = Field(None, description="environment variable holding the endpoint's API key")
+    samples: int = Field(1, ge=1, description="answers drawn per question; the pass rate is their mean cover-EM")
+    temperature: float = Field(0.0, ge=0)
+    max_new_tokens: int = Field(32, ge=1)
+    topk: int = Field(3, ge=1, description="passages a one_shot solver reads")
+    trust_remote_code: bool = False
+
+    @model_validator(mode="after")
+    def _model_needs_name(self) -> "SolverParams":
+        if self.backend != "rules" and not self.model:
+            raise ValueError(f"solver {self.name!r}: backend {self.backend!r} needs `model`")
+        if self.backend == "openai" and not self.url:
+            raise ValueError(f"solver {self.name!r}: backend 'openai' needs `url`")
+        return self
+
+
+def _default_solvers() -> list[SolverParams]:
+    return [SolverParams(name="closed-book", role="closed_book"),
+            SolverParams(name="bm25-one-shot", role="one_shot"),
+            SolverParams(name="gold-reader", role="gold")]
+
+
+class FilterParams(Section):
+    """Consensus thresholds: a question is kept when every bound holds (rates are means over a role's solvers)."""
+
+    min_gold_pass: float = Field(1.0, ge=0, le=1, description="answerable from its full evidence")
+    max_closed_book_pass: float = Field(0.0, ge=0, le=1, description="not answerable from the question alone")
+    max_one_shot_pass: dict[QuestionType, float] = Field(
+        default_factory=lambda: {"single": 1.0, "bridge": 0.0, "compare": 1.0, "compose": 0.0, "oblique": 0.0},
+        description="per type: how often one BM25 search may suffice (single-hop questions are one search by design)")
+
+
+class DemoParams(Section):
+    """Demonstrations: trajectories through the real retriever that SFT learns from."""
+
+    topk: int = Field(3, ge=1, description="passages per <information> block (as the agent will see them)")
+    max_rephrasings: int = Field(2, ge=0, description="other phrasings tried when a search misses the needed passage")
+
+
+class QAParams(Section):
+    """QA synthesis (BMGQ-style): evidence clusters, reverse-constructed questions, filters, demonstrations."""
+
+    seed: int = 0
+    shard_size: int = Field(200, ge=1, description="target entities per shard (the unit of resume)")
+    attempts_per_target: int = Field(2, ge=1, description="questions tried per target entity")
+    types: dict[QuestionType, float] = Field(
+        default_factory=lambda: {"single": 0.2, "bridge": 0.25, "compare": 0.15, "compose": 0.2, "oblique": 0.2},
+        description="share of each question type among attempts")
+    min_cue_matches: int = Field(2, ge=2, description="an oblique cue alone must match at least this many entities")
+    max_cues: int = Field(4, ge=2, description="most cues an oblique question combines")
+    heldout_share: float = Field(0.15, ge=0, lt=1, description="share of answers reserved for benchmarks")
+    dev_share: float = Field(0.05, ge=0, lt=1, description="share of training questions kept as dev")
+    rank_depth: int = Field(100, ge=1, description="BM25 depth at which the answer passage's rank is looked up")
+    nli_model: str | None = Field(None, description="Hugging Face NLI model that checks each fact's passage entails "
+                                                    "it; None: a structured check against the passage text")
+    solvers: list[SolverParams] = Field(default_factory=_default_solvers)
+    filter: FilterParams = FilterParams()
+    demos: DemoParams = DemoParams()
+    examples: int = Field(10, ge=0, description="example questions with evidence chains in the datasheet")
+
+    @model_validator(mode="after")
+    def _check(self) -> "QAParams":
+        if sum(self.types.values()) <= 0:
+            raise ValueError("qa.types: at least one share must be positive")
+        roles = {s.role for s in self.solvers}
+        if "gold" not in roles:
+            raise ValueError("qa.solvers: at least one solver with role 'gold' is required")
+        names = [s.name for s in self.solvers]
+        if len(set(names)) != len(names):
+            raise ValueError(f"qa.solvers: solver names must be unique, got {names}")
+        return self
+
+
+class BenchmarksParams(Section):
+    """The held-out world suites written to ``data/benchmarks/`` (one FlashRAG JSONL per question type)."""
+
+    size: int = Field(200, ge=1, description="most questions per suite (a seeded sample of the held-out ones)")
+    seed: int = 0
+
+
 # ---------------------------------------------------------------- tracking / runtime
 class TrackingParams(Section):
     """MLflow settings. The default store is ``sqlite:///<repo>/mlflow.db``."""
@@ -114,6 +230,8 @@ class Params(Section):
     corpus: CorpusParams = CorpusParams()
     index: IndexParams = IndexParams()
     retriever: RetrieverParams = RetrieverParams()
+    qa: QAParams = QAParams()
+    benchmarks: BenchmarksParams = BenchmarksParams()
     tracking: TrackingParams = TrackingParams()
     runtime: RuntimeParams = RuntimeParams()
 

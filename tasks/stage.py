@@ -56,6 +56,7 @@ class Stage:
     reads: tuple[str, ...]  # params sections that enter the fingerprint
     code: tuple[str, ...]  # modules/packages whose source enters the fingerprint (and the DVC deps)
     build: Callable[[StageContext], dict[str, Any]]  # returns counts to record and log
+    reports: tuple[str, ...] = ()  # files of the output folder to attach to the stage's MLflow run
 
 
 @dataclass
@@ -204,7 +205,8 @@ def run_stage(stage: Stage, ctx: RunContext, upstream: dict[str, StageResult]) -
         shutil.rmtree(resume, ignore_errors=True)
         remember_published(out, manifest, stat_cache)  # the next no-op run then only stats files
         if run_id:
-            ctx.tracker.finish_stage(run_id, metrics=_metrics(manifest))
+            reports = [str(out / name) for name in stage.reports if (out / name).is_file()]
+            ctx.tracker.finish_stage(run_id, metrics=_metrics(manifest), artifacts=reports)
         return StageResult(manifest, cached=False)
 
 

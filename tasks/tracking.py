@@ -70,8 +70,10 @@ class Tracker:
                     produced_by: str | None = None) -> str:
         return self._call("start_run", stage, params, tags, parent_run_id, produced_by)
 
-    def finish_stage(self, run_id: str, metrics: dict[str, float] | None = None, status: str = "FINISHED") -> None:
-        self._call("finish_run", run_id, metrics or {}, status)
+    def finish_stage(self, run_id: str, metrics: dict[str, float] | None = None, status: str = "FINISHED",
+                     artifacts: list[str] = ()) -> None:
+        """Log final metrics and attach ``artifacts`` (file paths, e.g. a stage's report), then close the run."""
+        self._call("finish_run", run_id, metrics or {}, status, list(artifacts))
 
     finish_pipeline = finish_stage
 
@@ -119,8 +121,10 @@ class _MlflowWriter:
         self._log(run_id, params=params)
         return run_id
 
-    def finish_run(self, run_id: str, metrics: dict, status: str) -> None:
+    def finish_run(self, run_id: str, metrics: dict, status: str, artifacts: list[str] = ()) -> None:
         self._log(run_id, metrics=metrics)
+        for path in artifacts:
+            self.client.log_artifact(run_id, path)
         self.client.set_terminated(run_id, status=status)
 
     def _log(self, run_id: str, params: dict | None = None, metrics: dict | None = None) -> None:

@@ -3,8 +3,9 @@
 Outputs (in ``out_dir``), all in the formats the field uses:
 
 - ``corpus.jsonl``: one passage a line, ``{"id": "...", "contents": "\\"Title\\"\\ntext"}`` (Search-R1/FlashRAG);
-- ``kb.jsonl`` (synthetic world only): one entity a line with its facts, each pointing at
-  the passage that states it (see :mod:`searchlab.corpus.world`);
+- ``kb.jsonl`` (synthetic world and ``records`` imports): one entity a line with its facts,
+  each pointing at the passage that states it (see :mod:`searchlab.corpus.world` and
+  :mod:`searchlab.corpus.records`);
 - ``queries.jsonl`` and ``qrels.tsv`` (BEIR imports only), in BEIR form.
 
 >>> from searchlab.params import CorpusParams
@@ -17,10 +18,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from searchlab.corpus.importers import import_beir, import_jsonl, import_parquet
+from searchlab.corpus.records import import_records
 from searchlab.corpus.world import generate_world
 from searchlab.params import CorpusParams
 
-__all__ = ["build_corpus", "generate_world", "import_beir", "import_jsonl", "import_parquet"]
+__all__ = ["build_corpus", "generate_world", "import_beir", "import_jsonl", "import_parquet", "import_records"]
 
 _IMPORTERS = {"jsonl": import_jsonl, "parquet": import_parquet, "beir": import_beir}
 
@@ -28,8 +30,9 @@ _IMPORTERS = {"jsonl": import_jsonl, "parquet": import_parquet, "beir": import_b
 def build_corpus(params: CorpusParams, root: Path, out_dir: Path) -> dict[str, int]:
     """Fill the empty folder ``out_dir`` with the corpus ``params`` describes; return counts.
 
-    Synthetic: ``{"entities", "passages", "facts", "skipped"}``. Imports:
-    ``{"passages", "skipped"}`` (BEIR adds ``"queries"`` and ``"qrels"``).
+    Synthetic: ``{"entities", "passages", "facts", "skipped"}``; records: the same
+    plus ``"missing_references"``. Other imports: ``{"passages", "skipped"}``
+    (BEIR adds ``"queries"`` and ``"qrels"``).
     A relative ``params.path`` is taken from ``root`` (the repo root). Raises
     ``FileNotFoundError`` for a missing path, ``ValueError`` for an unreadable
     or empty corpus, and :class:`~searchlab.jsonl.RecordError` (a ``ValueError``
@@ -41,4 +44,6 @@ def build_corpus(params: CorpusParams, root: Path, out_dir: Path) -> dict[str, i
     path = Path(params.path)
     if not path.is_absolute():
         path = Path(root) / path
+    if params.source == "records":
+        return import_records(path, out_dir, params.records, params.on_error)
     return _IMPORTERS[params.source](path, out_dir, params.on_error)

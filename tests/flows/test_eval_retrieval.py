@@ -33,7 +33,7 @@ def test_beir_import_index_and_eval_match_pytrec_eval(prefect_server, tmp_path):
         f"{q}\t{d}\t{r}\n" for q, docs in QRELS.items() for d, r in docs.items()))
     project = make_project(tmp_path / "project")
     source = ["--set", "corpus.source=beir", "--set", f"corpus.path={beir}"]
-    run_cli(project, "run", "--params", "params/smoke.yaml", *source)
+    run_cli(project, "run", "index", "--params", "params/smoke.yaml", *source)
 
     ours = json.loads(run_cli(project, "eval-retrieval", "--params", "params/smoke.yaml", "--json").stdout)
 

@@ -1,0 +1,13 @@
+"""QA synthesis (BMGQ-style): verified multi-hop questions, demonstrations and held-out suites from a KB.
+
+Read top to bottom: :mod:`.kb` (facts and value indexes) → :mod:`.lexicon` (how
+predicates are said) → :mod:`.generate` (evidence clusters and reverse question
+construction) → :mod:`.solvers` (consensus filter) → :mod:`.demos`
+(trajectories through the real retriever) → :mod:`.pipeline` (shards, splits,
+outputs) → :mod:`.benchmarks` (the FlashRAG suites) and :mod:`.report`.
+"""
+
+from searchlab.synth.benchmarks import write_suites
+from searchlab.synth.pipeline import synthesize
+
+__all__ = ["synthesize", "write_suites"]

@@ -1,0 +1,170 @@
+"""Demonstrations: the trajectory a competent agent would follow for a question, through the real retriever.
+
+Each question becomes a plan of searches derived from its constraints (for a
+chain: the current entity's name plus words for the relation sought; for an
+oblique question: its cues). Searches run in batches through the real
+retriever; a search whose results miss the passage it needs is retried with
+another phrasing, and a question whose plan cannot be completed gets no
+demonstration (the caller drops it). The trajectory is rendered and checked by
+the agent protocol (:mod:`searchlab.agent.protocol`), the same code SFT, RL and
+evaluation use, and no query may contain the answer (except in a comparison,
+whose answer is one of the two names it asks about).
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from dataclasses import dataclass, field
+
+from searchlab.agent.protocol import DemoStep, parse_trajectory, render_demonstration
+from searchlab.retrieval.base import Hit, Retriever
+from searchlab.scoring import cover_exact_match
+from searchlab.synth.generate import Constraint, Question
+from searchlab.synth.kb import KB
+from searchlab.synth.lexicon import phrasing, words
+
+
+@dataclass
+class _Need:
+    """One search the plan needs: phrasings to try, the passage it must surface, and what to think around it."""
+
+    queries: list[str]
+    passage: str
+    before: str
+    after: str
+    optional: bool = False  # oblique cues: a miss skips the cue instead of dropping the question
+    first: str = ""  # the think to use instead of ``before`` when this is the trajectory's first search
+
+
+@dataclass
+class _Plan:
+    question: Question
+    needs: list[_Need]
+    final: str
+    steps: list[tuple[_Need, DemoStep]] = field(default_factory=list)
+    at: int = 0  # the need being searched
+    attempt: int = 0  # the phrasing being tried
+    failed: bool = False
+    min_found: int = 1  # searches that must succeed for a demonstration
+
+
+class DemoWriter:
+    """Writes demonstrations for batches of questions with one retriever."""
+
+    def __init__(self, kb: KB, retriever: Retriever, topk: int, max_rephrasings: int, rng: random.Random):
+        self.kb, self.retriever, self.topk = kb, retriever, topk
+        self.max_rephrasings, self.rng = max_rephrasings, rng
+        self.reasons: Counter[str] = Counter()  # why questions got no demonstration
+
+    def write(self, questions: list[Question]) -> list[str | None]:
+        """One completion text per question (everything after the prompt), or None when retrieval cannot support it."""
+        plans = [self._plan(q) for q in questions]
+        for p in plans:
+            p.needs = [n for n in p.needs if n.queries or not n.optional]
+            if any(not n.queries for n in p.needs):
+                p.failed = True
+                self.reasons["demo_query_would_name_answer"] += 1
+        while True:
+            active = [p for p in plans if not p.failed and p.at < len(p.needs)]
+            if not active:
+                break
+            queries = [p.needs[p.at].queries[p.attempt] for p in active]
+            for plan, query, hits in zip(active, queries, self.retriever.search(queries, self.topk)):
+                self._advance(plan, query, hits)
+        for p in plans:
+            if not p.failed and len(p.steps) < p.min_found:
+                p.failed = True
+                self.reasons["demo_retrieval_miss"] += 1
+        return [None if p.failed else self._render(p) for p in plans]
+
+    def _advance(self, plan: _Plan, query: str, hits: list[Hit]) -> None:
+        need = plan.needs[plan.at]
+        if any(h.id == need.passage for h in hits):
+            plan.steps.append((need, DemoStep(think=need.before, query=query, hits=hits)))
+            plan.at, plan.attempt = plan.at + 1, 0
+        elif plan.attempt + 1 < min(len(need.queries), self.max_rephrasings + 1):
+            plan.attempt += 1
+        elif need.optional:
+            plan.at, plan.attempt = plan.at + 1, 0
+        else:
+            plan.failed = True
+            self.reasons["demo_retrieval_miss"] += 1
+
+    def _render(self, plan: _Plan) -> str:
+        # The think before a step reports what the previous step found, so shift the "after" notes forward.
+        steps, previous = [], ""
+        for need, step in plan.steps:
+            think = need.first if need.first and not previous else need.before
+            steps.append(DemoStep(think=previous + think, query=step.query, hits=step.hits))
+            previous = need.after + " "
+        final = previous + plan.final
+        q = plan.question
+        text = render_demonstration(steps, final, q.answers[0])
+        problems = parse_trajectory(text).problems()
+        if problems:
+            raise ValueError(f"demonstration for {q.id} breaks the protocol: {problems}")
+        return text
+
+    # ------------------------------------------------------------------ plans
+    def _plan(self, q: Question) -> _Plan:
+        if q.type == "compare":
+            return self._compare_plan(q)
+        if q.type == "oblique":
+            return self._oblique_plan(q)
+        return self._chain_plan(q)
+
+    def _queries(self, q: Question, name: str, predicate: str) -> list[str]:
+        """Phrasings for "the ``predicate`` of ``name``", best first; none may contain the answer."""
+        keywords = list(phrasing(predicate).keywords) or [words(predicate)]
+        self.rng.shuffle(keywords)
+        out = [f"{name} {k}" for k in keywords] + [name]
+        if q.type != "compare":  # an empty list (every phrasing names the answer) fails the plan
+            out = [x for x in out if not cover_exact_match(x, q.answers)]
+        return out
+
+    def _chain_plan(self, q: Question) -> _Plan:
+        needs = []
+        for i, c in enumerate(q.constraints):
+            name = self.kb[c.subject].name
+            want = self._describe(c, name)
+            before = ("I need to find " if i == 0 else "Now I need ") + want + "."
+            needs.append(_Need(self._queries(q, name, c.predicate), c.passage, before, c.text))
+        return _Plan(q, needs, final=f"So the answer is {q.answers[0]}.")
+
+    def _compare_plan(self, q: Question) -> _Plan:
+        p = q.compare["predicate"]
+        needs = []
+        for i, c in enumerate(q.constraints):
+            name = self.kb[c.subject].name
+            lead = f"I need the {words(p)} of both. First {name}." if i == 0 else f"Now {name}."
+            needs.append(_Need(self._queries(q, name, p), c.passage, lead, c.text))
+        direction = "larger" if q.compare["direction"] == "max" else "smaller"
+        return _Plan(q, needs, final=f"{q.answers[0]} has the {direction} {words(p)}.")
+
+    def _oblique_plan(self, q: Question) -> _Plan:
+        """One search per cue, most selective first; a cue whose search misses the target's passage is skipped,
+        but at least two cues (all, if there are only two) must be confirmed by what the searches return."""
+        target = self.kb[q.answer_entity]
+        cues = sorted(q.constraints, key=lambda c: c.matches or 0)
+        needs = []
+        for c in cues:
+            queries = [c.text] + [f"{self._cue_anchor(c)} {k}" for k in phrasing(c.predicate).keywords[:2]]
+            queries = [x for x in queries if x.strip() and not cover_exact_match(x, q.answers)]
+            needs.append(_Need(queries, c.passage, f"Next clue: {c.text}.", f"{target.name} is {c.text}.",
+                               optional=True, first=f"I will check the clues one at a time, the most specific "
+                                                    f"first: {c.text}."))
+        return _Plan(q, needs, final=f"{target.name} fits every clue.", min_found=min(2, len(needs)))
+
+    def _cue_anchor(self, c: Constraint) -> str:
+        if c.via and isinstance(c.via.get("value"), str) and c.via["value"] in self.kb.entities:
+            return self.kb[c.via["value"]].name
+        if isinstance(c.value, str) and c.value in self.kb.entities:
+            return self.kb[c.value].name
+        return str(c.value)
+
+    def _describe(self, c: Constraint, name: str) -> str:
+        ph = phrasing(c.predicate)
+        if ph.phrases:
+            return ph.phrases[0].format(s=name)
+        return f"the {words(c.predicate)} of {name}"

@@ -1,0 +1,134 @@
+"""Synthesis end to end on a real world and a real Lucene index: outputs, filters, demonstrations, resume."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from searchlab.agent.protocol import information_block, instruction, parse_trajectory
+from searchlab.corpus.records import import_records
+from searchlab.jsonl import read_jsonl
+from searchlab.params import BenchmarksParams, IndexParams, QAParams, RecordsParams
+from searchlab.retrieval import build_index, open_retriever
+from searchlab.scoring import cover_exact_match, normalize_answer
+from searchlab.synth import synthesize, write_suites
+from tests.searchlab.synth.conftest import RETRIEVER
+
+OUTPUTS = ("train.jsonl", "dev.jsonl", "heldout.jsonl", "demos.jsonl", "stats.json", "datasheet.md")
+
+
+def test_outputs_cover_every_type_and_held_out_answers_never_train(synthesized):
+    out, counts = synthesized
+    assert all((out / name).is_file() for name in OUTPUTS)
+    train, dev, heldout = (read_jsonl(out / f) for f in ("train.jsonl", "dev.jsonl", "heldout.jsonl"))
+    assert counts["kept"] == len(train) + len(dev) + len(heldout) and counts["heldout"] == len(heldout) > 0
+    assert {r["type"] for r in train} == {r["type"] for r in heldout} == {"single", "bridge", "compare", "compose",
+                                                                          "oblique"}
+    trained = {normalize_answer(a) for r in train + dev for a in r["answers"]}
+    assert not [r for r in heldout if normalize_answer(r["answers"][0]) in trained]
+    assert counts["heldout_answer_overlap"] == 0
+    for r in train + heldout:
+        assert r["features"]["bucket"] in ("easy", "medium", "hard")
+        assert {"hops", "cues", "answer_rank", "pass_rates"} <= set(r["features"])
+    datasheet = (out / "datasheet.md").read_text()
+    assert "Rejections by reason" in datasheet and "| oblique |" in datasheet
+
+
+def test_kept_questions_pass_the_consensus_thresholds(synthesized):
+    out, _ = synthesized
+    for r in read_jsonl(out / "train.jsonl") + read_jsonl(out / "heldout.jsonl"):
+        rates = r["features"]["pass_rates"]
+        assert rates["role:gold"] == 1.0
+        if r["type"] != "compare":
+            assert rates["role:closed_book"] == 0.0
+        if r["type"] in ("bridge", "compose", "oblique"):
+            assert rates["role:one_shot"] == 0.0
+
+
+def test_harder_types_resist_one_shot_retrieval(synthesized):
+    _, counts = synthesized
+    single = counts["answer_in_top3.single"]
+    assert single >= 0.6
+    for kind in ("bridge", "compose", "oblique"):
+        assert counts[f"answer_in_top3.{kind}"] <= single / 2, kind
+
+
+def test_demonstrations_parse_and_show_the_real_retrievers_results(synthesized, world):
+    out, _ = synthesized
+    demos = read_jsonl(out / "demos.jsonl")
+    train_ids = {r["id"] for r in read_jsonl(out / "train.jsonl") + read_jsonl(out / "dev.jsonl")}
+    assert {d["id"] for d in demos} == train_ids
+    with open_retriever(RETRIEVER, world[1]) as retriever:
+        for d in demos[:150]:
+            assert d["prompt"] == instruction(d["question"])
+            trajectory = parse_trajectory(d["completion"])
+            assert trajectory.problems() == [], d["completion"]
+            assert trajectory.answer == d["answers"][0] and trajectory.searches
+            blocks = [s for s in trajectory.segments if s.kind == "information"]
+            assert len(blocks) == len(trajectory.searches)
+            fresh = retriever.search(trajectory.searches, 3)
+            for block, hits in zip(blocks, fresh):
+                assert information_block(hits).strip() == d["completion"][block.start:block.end].strip()
+            if d["type"] != "compare":
+                assert not any(cover_exact_match(q, d["answers"]) for q in trajectory.searches), d["completion"]
+
+
+def test_benchmark_suites_are_flashrag_jsonl_with_no_training_answers(synthesized, tmp_path):
+    out, _ = synthesized
+    counts = write_suites(BenchmarksParams(size=15), out, tmp_path)
+    assert counts["train_answer_overlap"] == 0
+    for kind in ("single", "bridge", "compare", "compose", "oblique"):
+        rows = read_jsonl(tmp_path / f"world-{kind}.jsonl")
+        assert 0 < len(rows) <= 15 and counts[f"world-{kind}"] == len(rows)
+        assert all(set(r) == {"id", "question", "golden_answers", "metadata"} for r in rows)
+
+
+def _synthesize_cmd(world, out: Path, work: Path) -> list[str]:
+    code = ("import sys; from pathlib import Path; from searchlab.params import QAParams, RetrieverParams; "
+            "from searchlab.synth import synthesize; "
+            "synthesize(QAParams(shard_size=10), RetrieverParams(threads=1), Path(sys.argv[1]), Path(sys.argv[2]), "
+            "Path(sys.argv[3]), Path(sys.argv[4]))")
+    return [sys.executable, "-c", code, str(world[0]), str(world[1]), str(out), str(work)]
+
+
+def test_kill_9_mid_synthesis_resumes_from_its_shards_and_matches_an_uninterrupted_run(world, tmp_path):
+    reference = tmp_path / "reference"
+    reference.mkdir()
+    synthesize(QAParams(shard_size=10), RETRIEVER, world[0], world[1], reference, tmp_path / "reference-work")
+
+    out, work = tmp_path / "out", tmp_path / "work"
+    out.mkdir()
+    proc = subprocess.Popen(_synthesize_cmd(world, out, work), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while len(list(work.glob("shard-*.json"))) < 3 and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.005)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    done = {p.name: p.stat().st_mtime_ns for p in work.glob("shard-*.json")}
+    assert 3 <= len(done) < 40, "the run was not interrupted mid-way"
+    assert not (out / "train.jsonl").exists()
+
+    synthesize(QAParams(shard_size=10), RETRIEVER, world[0], world[1], out, work)
+    assert all((work / name).stat().st_mtime_ns == mtime for name, mtime in done.items())  # not redone
+    for name in OUTPUTS:
+        assert (out / name).read_bytes() == (reference / name).read_bytes(), name
+
+
+def test_synthesis_runs_on_users_semi_structured_records(tmp_path):
+    corpus, index, out = tmp_path / "corpus", tmp_path / "index", tmp_path / "qa"
+    for folder in (corpus, index, out):
+        folder.mkdir()
+    example = Path(__file__).resolve().parents[3] / "examples/records/films.jsonl"
+    mapping = RecordsParams(type_field="type", references=["director", "studio", "based_in", "born_in"])
+    import_records(example, corpus, mapping, "fail")
+    build_index(IndexParams(threads=1), corpus / "corpus.jsonl", index)
+    counts = synthesize(QAParams(shard_size=5, attempts_per_target=4, heldout_share=0.0), RETRIEVER, corpus, index,
+                        out, tmp_path / "work")
+    train = read_jsonl(out / "train.jsonl") + read_jsonl(out / "dev.jsonl")
+    assert counts["kept"] == len(train) > 0
+    names = {r["name"] for r in read_jsonl(corpus / "kb.jsonl")}
+    assert any(r["answers"][0] in names for r in train)  # questions about the user's records, answered by them
