@@ -7,6 +7,7 @@ them, so ``searchlab search`` and ``searchlab status`` start fast.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -299,6 +300,14 @@ def dvc_yaml(check: Annotated[bool, typer.Option("--check", help="exit 1 if dvc.
 
 
 def main() -> None:
+    # The library reports progress notes (a resumed synthesis, skipped records) on the "searchlab" logger.
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("%(asctime)s.%(msecs)03d | %(levelname)-7s | searchlab - %(message)s",
+                                           "%H:%M:%S"))
+    library = logging.getLogger("searchlab")
+    library.addHandler(handler)
+    library.setLevel(logging.INFO)
+    library.propagate = False  # the root logger may print it too
     app()
 
 

@@ -44,6 +44,8 @@ def configure_prefect(root: Path, api_url: str | None = None) -> str | None:
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
     os.environ.setdefault("PREFECT_RESULTS_PERSIST_BY_DEFAULT", "false")
+    # The library logs progress notes (resumed shards, skipped records) on "searchlab": show them with the run's logs.
+    os.environ.setdefault("PREFECT_LOGGING_EXTRA_LOGGERS", "searchlab")
     url = api_url or os.environ.get("PREFECT_API_URL")
     if not url:
         ui = running_ui(root)

@@ -236,6 +236,7 @@ def _merge(params: QAParams, kb: KB, shard_files: list[Path], out_dir: Path) -> 
     write_datasheet(out_dir / "datasheet.md", stats, train + dev + heldout, kb, params.examples)
     flat = {k: v for k, v in stats.items() if isinstance(v, int)}
     flat.update({f"type.{t}": n for t, n in stats["by_type"].items()})
+    flat.update({f"bucket.{t}.{b}": n for t, row in stats["by_type_bucket"].items() for b, n in row.items()})
     flat.update({f"rejected.{r}": n for r, n in stats["rejected"].items()})
     flat.update({f"answer_in_top3.{t}": v for t, v in stats["answer_in_top3"].items()})
     return flat

@@ -52,7 +52,8 @@ def build_beta(ctx: StageContext) -> dict:
 
 
 ALPHA = Stage("alpha", "toy source stage", (), ("corpus",), ("tests.tasks.toy_stages",), build_alpha)
-BETA = Stage("beta", "toy downstream stage", ("alpha",), ("index",), ("tests.tasks.toy_stages",), build_beta)
+BETA = Stage("beta", "toy downstream stage", ("alpha",), ("index",), ("tests.tasks.toy_stages",), build_beta,
+             reports=("summary.json",))
 
 
 def run_both(root: Path, overrides: list[str] = (), force: frozenset[str] = frozenset()) -> dict[str, StageResult]:
