@@ -206,6 +206,69 @@ class BenchmarksParams(Section):
     seed: int = 0
 
 
+# ---------------------------------------------------------------- model, rollouts, sft
+class TinyModelParams(Section):
+    """Sizes of the from-scratch model the embedded demo trains (``model.name_or_path: tiny``)."""
+
+    vocab_size: int = Field(4096, ge=300, description="BPE vocabulary trained on the corpus and demonstrations")
+    hidden_size: int = Field(128, ge=8)
+    layers: int = Field(4, ge=1)
+    heads: int = Field(4, ge=1)
+    kv_heads: int = Field(2, ge=1)
+    intermediate_size: int = Field(512, ge=8)
+    max_positions: int = Field(2048, ge=64)
+    seed: int = 0
+
+
+class ModelParams(Section):
+    """Which model the agent is: a Hugging Face path or id, or ``tiny`` (built from ``model.tiny`` and the data)."""
+
+    name_or_path: str = Field("tiny", description="'tiny', a local Hugging Face folder, or a hub id (GPU machines)")
+    tiny: TinyModelParams = TinyModelParams()
+    trust_remote_code: bool = False
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] = Field(
+        "auto", description="auto: bfloat16 on a GPU that supports it, float32 on CPU")
+
+
+class RolloutParams(Section):
+    """Decoding and environment settings of the agent's multi-turn rollouts (shared by SFT samples, RL, evaluation)."""
+
+    temperature: float = Field(0.0, ge=0, description="0: greedy")
+    top_p: float = Field(1.0, gt=0, le=1)
+    max_new_tokens: int = Field(96, ge=1, description="new tokens per turn")
+    max_turns: int = Field(4, ge=1, description="model turns before the episode is cut off")
+    topk: int = Field(3, ge=1, description="passages per <information> block")
+    max_information_tokens: int | None = Field(384, ge=16, description="token budget of one <information> block")
+    batch_size: int = Field(32, ge=1, description="questions generated together")
+    seed: int = 0
+
+
+class SFTParams(Section):
+    """Supervised fine-tuning on the demonstrations (TRL ``SFTTrainer``; loss only on the agent's own tokens)."""
+
+    epochs: float = Field(1.0, gt=0)
+    max_steps: int = Field(-1, description="stop after this many optimizer steps (-1: run all epochs)")
+    learning_rate: float = Field(1e-3, gt=0)
+    batch_size: int = Field(16, ge=1, description="sequences per device per step")
+    grad_accum: int = Field(1, ge=1)
+    max_length: int = Field(1024, ge=32, description="tokens per example (prompt + completion), longer are truncated")
+    warmup_ratio: float = Field(0.05, ge=0, lt=1)
+    weight_decay: float = Field(0.0, ge=0)
+    save_steps: int = Field(50, ge=1, description="checkpoint every this many steps (the unit of resume)")
+    logging_steps: int = Field(5, ge=1)
+    eval_steps: int = Field(50, ge=1, description="eval loss on the dev demonstrations every this many steps")
+    seed: int = 0
+    registry_name: str = Field("searchlab-agent", description="MLflow registered model the trained folder becomes a "
+                                                               "version of")
+    registry_alias: str = Field("sft", description="alias pointed at the newest version")
+
+    @model_validator(mode="after")
+    def _alias_allowed(self) -> "SFTParams":
+        if self.registry_alias.lower() == "latest":
+            raise ValueError("sft.registry_alias: 'latest' is reserved by MLflow; choose another alias")
+        return self
+
+
 # ---------------------------------------------------------------- tracking / runtime
 class TrackingParams(Section):
     """MLflow settings. The default store is ``sqlite:///<repo>/mlflow.db``."""
@@ -232,6 +295,9 @@ class Params(Section):
     retriever: RetrieverParams = RetrieverParams()
     qa: QAParams = QAParams()
     benchmarks: BenchmarksParams = BenchmarksParams()
+    model: ModelParams = ModelParams()
+    rollout: RolloutParams = RolloutParams()
+    sft: SFTParams = SFTParams()
     tracking: TrackingParams = TrackingParams()
     runtime: RuntimeParams = RuntimeParams()
 

@@ -57,6 +57,9 @@ class Stage:
     code: tuple[str, ...]  # modules/packages whose source enters the fingerprint (and the DVC deps)
     build: Callable[[StageContext], dict[str, Any]]  # returns counts to record and log
     reports: tuple[str, ...] = ()  # files of the output folder to attach to the stage's MLflow run
+    curves: str | None = None  # a JSONL file of the output ({"step", metric: value, ...}) logged as MLflow curves
+    # (registered model name, alias) from params: the output folder becomes a version in the MLflow Model Registry
+    registers: Callable[[Params], tuple[str, str]] | None = None
 
 
 @dataclass
@@ -205,9 +208,31 @@ def run_stage(stage: Stage, ctx: RunContext, upstream: dict[str, StageResult]) -
         shutil.rmtree(resume, ignore_errors=True)
         remember_published(out, manifest, stat_cache)  # the next no-op run then only stats files
         if run_id:
-            reports = [str(out / name) for name in stage.reports if (out / name).is_file()]
-            ctx.tracker.finish_stage(run_id, metrics=_metrics(manifest), artifacts=reports)
+            _finish_tracking(stage, ctx, run_id, out, manifest)
         return StageResult(manifest, cached=False)
+
+
+def _finish_tracking(stage: Stage, ctx: RunContext, run_id: str, out: Path, manifest: dict[str, Any]) -> None:
+    """Close the stage's MLflow run: metrics, curves, report files, and the registry entry of a model stage."""
+    reports = [str(out / name) for name in stage.reports if (out / name).is_file()]
+    curves = []
+    if stage.curves and (out / stage.curves).is_file():
+        curves = [json.loads(line) for line in (out / stage.curves).read_text().splitlines() if line.strip()]
+    ctx.tracker.finish_stage(run_id, metrics=_metrics(manifest), artifacts=reports, curves=curves)
+    if stage.registers is not None:
+        name, alias = stage.registers(ctx.params)
+        rel = out.relative_to(ctx.root).as_posix() if out.is_relative_to(ctx.root) else str(out)
+        ctx.tracker.register_model(run_id, name, alias, out.resolve().as_uri(),
+                                   {"searchlab.path": rel, "searchlab.content_hash": folder_hash(manifest),
+                                    "searchlab.fingerprint": manifest["fingerprint"]})
+
+
+def folder_hash(manifest: dict[str, Any]) -> str:
+    """One hash of an output folder's content: its files' relative paths and sha256s (what DVC also tracks)."""
+    digest = hashlib.sha256()
+    for rel, meta in sorted(manifest["files"].items()):
+        digest.update(f"{rel}\0{meta['sha256']}\n".encode())
+    return digest.hexdigest()
 
 
 def _cached(stage: Stage, ctx: RunContext, manifest: dict[str, Any]) -> StageResult:

@@ -71,9 +71,15 @@ class Tracker:
         return self._call("start_run", stage, params, tags, parent_run_id, produced_by)
 
     def finish_stage(self, run_id: str, metrics: dict[str, float] | None = None, status: str = "FINISHED",
-                     artifacts: list[str] = ()) -> None:
-        """Log final metrics and attach ``artifacts`` (file paths, e.g. a stage's report), then close the run."""
-        self._call("finish_run", run_id, metrics or {}, status, list(artifacts))
+                     artifacts: list[str] = (), curves: list[dict] = ()) -> None:
+        """Log final metrics, ``curves`` (rows ``{"step": n, name: value}``, e.g. a training log) and
+        ``artifacts`` (file paths, e.g. a stage's report), then close the run."""
+        self._call("finish_run", run_id, metrics or {}, status, list(artifacts), list(curves))
+
+    def register_model(self, run_id: str, name: str, alias: str, source: str, tags: dict[str, str]) -> str:
+        """Add a version of registered model ``name`` whose source is ``source`` (a folder URI: nothing is copied),
+        point ``alias`` at it, and return the version number."""
+        return self._call("register_model", run_id, name, alias, source, tags)
 
     finish_pipeline = finish_stage
 
@@ -121,11 +127,30 @@ class _MlflowWriter:
         self._log(run_id, params=params)
         return run_id
 
-    def finish_run(self, run_id: str, metrics: dict, status: str, artifacts: list[str] = ()) -> None:
+    def finish_run(self, run_id: str, metrics: dict, status: str, artifacts: list[str] = (),
+                   curves: list[dict] = ()) -> None:
+        from mlflow.entities import Metric
+
         self._log(run_id, metrics=metrics)
+        points = [Metric(_curve_name(k), float(v), int(time.time() * 1000), int(row["step"]))
+                  for row in curves if "step" in row
+                  for k, v in row.items() if k != "step" and isinstance(v, (int, float)) and not isinstance(v, bool)]
+        for start in range(0, len(points), 1000):  # MLflow's batch limit
+            self.client.log_batch(run_id, metrics=points[start:start + 1000])
         for path in artifacts:
             self.client.log_artifact(run_id, path)
         self.client.set_terminated(run_id, status=status)
+
+    def register_model(self, run_id: str, name: str, alias: str, source: str, tags: dict) -> str:
+        from mlflow.exceptions import MlflowException
+
+        try:
+            self.client.create_registered_model(name)
+        except MlflowException:
+            pass  # it exists already
+        version = self.client.create_model_version(name, source, run_id=run_id, tags=tags)
+        self.client.set_registered_model_alias(name, alias, version.version)
+        return str(version.version)
 
     def _log(self, run_id: str, params: dict | None = None, metrics: dict | None = None) -> None:
         from mlflow.entities import Metric, Param
@@ -137,6 +162,11 @@ class _MlflowWriter:
                 params=[Param(k, "null" if v is None else str(v)) for k, v in (params or {}).items()],
                 metrics=[Metric(k, float(v), now, 0) for k, v in (metrics or {}).items()],
             )
+
+
+def _curve_name(key: str) -> str:
+    """Trainer log keys as MLflow curve names: ``loss`` → ``train/loss``, ``eval_loss`` → ``eval/loss``."""
+    return "eval/" + key[len("eval_"):] if key.startswith("eval_") else "train/" + key
 
 
 def _serve(uri: str, experiment: str, root: str) -> None:

@@ -33,6 +33,7 @@ from searchlab.agent.protocol import (
     render_demonstration,
     step,
 )
+from searchlab.agent.rollout import Rollout, encode_completion, encode_prompt, summarize
 
 __all__ = [
     "ANSWER_CLOSE",
@@ -60,4 +61,8 @@ __all__ = [
     "parse_trajectory",
     "render_demonstration",
     "step",
+    "Rollout",
+    "encode_completion",
+    "encode_prompt",
+    "summarize",
 ]

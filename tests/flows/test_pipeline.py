@@ -39,21 +39,22 @@ def test_pipeline_caches_and_reruns_only_what_changed(prefect_server, tmp_path):
         summary = state.result()
         return summary, _task_states(state.state_details.flow_run_id, len(summary))
 
-    stages = ("corpus", "index", "qa", "benchmarks")
+    stages = ("corpus", "index", "qa", "benchmarks", "sft")
     summary, states = run()
     assert {k: v["cached"] for k, v in summary.items()} == dict.fromkeys(stages, False)
     assert states == dict.fromkeys(stages, "Completed")
     assert summary["corpus"]["counts"]["passages"] == summary["index"]["counts"]["documents"] > 0
     assert summary["qa"]["counts"]["train"] > 0 and summary["benchmarks"]["counts"]["train_answer_overlap"] == 0
+    assert summary["sft"]["counts"]["steps"] == 6 and (project / "data/sft/model.safetensors").is_file()
 
     summary, states = run()
     assert states == dict.fromkeys(stages, "Cached")
 
     summary, states = run("benchmarks.size=5")  # only the last stage reads this section
-    assert states == {"corpus": "Cached", "index": "Cached", "qa": "Cached", "benchmarks": "Completed"}
+    assert states == {"corpus": "Cached", "index": "Cached", "qa": "Cached", "benchmarks": "Completed", "sft": "Cached"}
 
     summary, states = run("benchmarks.size=5", "index.threads=2")  # the index and everything downstream of it
-    assert states == {"corpus": "Cached", "index": "Completed", "qa": "Completed", "benchmarks": "Completed"}
+    assert states == {"corpus": "Cached", **dict.fromkeys(stages[1:], "Completed")}
 
     summary, states = run("benchmarks.size=5", "index.threads=2", "corpus.world.seed=1")
     assert states == dict.fromkeys(stages, "Completed")

@@ -36,9 +36,9 @@ def test_run_then_dvc_status_clean_repro_noop_and_push_wipe_pull_all_cached(pref
     assert "Running stage" not in repro and "up to date" in repro
 
     _sh(project, "dvc", "push", env=env)
-    for folder in ("data/corpus", "data/index", "data/qa", "data/benchmarks", "data/.work", ".dvc/cache"):
+    for folder in ("data/corpus", "data/index", "data/qa", "data/benchmarks", "data/sft", "data/.work", ".dvc/cache"):
         shutil.rmtree(project / folder, ignore_errors=True)
     _sh(project, "dvc", "pull", env=env)
     again = run_cli(project, "run", "--params", "params/smoke.yaml", env=env)
     table = [line for line in again.stdout.splitlines() if line.strip().startswith("│")]
-    assert sum("cached" in line for line in table) == 4 and not any("computed" in line for line in table)
+    assert sum("cached" in line for line in table) == 5 and not any("computed" in line for line in table)

@@ -5,7 +5,7 @@ from pathlib import Path
 from mlflow import MlflowClient
 
 from searchlab.params import TrackingParams, load_params
-from tasks.stage import RunContext, run_stage
+from tasks.stage import RunContext, folder_hash, run_stage
 from tasks.tracking import Tracker
 from tests.tasks.toy_stages import ALPHA, BETA
 
@@ -48,4 +48,13 @@ def test_stage_runs_nested_with_params_metrics_and_cached_link(tmp_path):
     assert [a.path for a in client.list_artifacts(beta_producer)] == ["summary.json"]
     assert Path(client.download_artifacts(beta_producer, "summary.json", str(tmp_path))).read_text() == (
         tmp_path / "data/beta/summary.json").read_text()
+    curve = client.get_metric_history(beta_producer, "train/loss")
+    assert [(m.step, m.value) for m in sorted(curve, key=lambda m: m.step)] == [(1, 2.0), (2, 1.5)]
+    assert [(m.step, m.value) for m in client.get_metric_history(beta_producer, "eval/loss")] == [(2, 1.7)]
+    # the model stage's folder is a registry version by reference: its path and content hash, no copy
+    version = client.get_model_version_by_alias("toy-model", "current")
+    assert version.run_id == beta_producer and version.source == (tmp_path / "data/beta").resolve().as_uri()
+    assert version.tags["searchlab.content_hash"] == folder_hash(first["beta"].manifest)
+    assert version.tags["searchlab.path"] == "data/beta"
+    assert len(client.search_model_versions("name='toy-model'")) == 1  # the cached rerun registered nothing new
     assert alpha.info.status == "FINISHED"

@@ -48,12 +48,13 @@ def build_beta(ctx: StageContext) -> dict:
     _log_call(ctx)
     lines = (ctx.inputs["alpha"] / "items.jsonl").read_text().splitlines()
     (ctx.out_dir / "summary.json").write_text(json.dumps({"n": len(lines), "threads": ctx.params.index.threads}))
+    (ctx.out_dir / "log.jsonl").write_text('{"step": 1, "loss": 2.0}\n{"step": 2, "loss": 1.5, "eval_loss": 1.7}\n')
     return {"lines": len(lines)}
 
 
 ALPHA = Stage("alpha", "toy source stage", (), ("corpus",), ("tests.tasks.toy_stages",), build_alpha)
 BETA = Stage("beta", "toy downstream stage", ("alpha",), ("index",), ("tests.tasks.toy_stages",), build_beta,
-             reports=("summary.json",))
+             reports=("summary.json",), curves="log.jsonl", registers=lambda params: ("toy-model", "current"))
 
 
 def run_both(root: Path, overrides: list[str] = (), force: frozenset[str] = frozenset()) -> dict[str, StageResult]:

@@ -1,0 +1,395 @@
+"""Multi-turn rollouts of the search agent: the model and the search environment taking turns, batched.
+
+For every question the model generates a *turn* (until it writes ``</search>``
+or ``</answer>``, ends the sequence, or reaches ``max_new_tokens``), the turn is
+read with :func:`~searchlab.agent.protocol.parse_action`, and one
+:func:`~searchlab.agent.protocol.step` for the whole batch says what the
+environment appends (an information block, the invalid-action feedback, or
+nothing: the episode is over). Sequences that answered leave the batch; the
+others generate their next turn together, continuing from the KV cache of the
+previous turn (only the new tokens are read; see :class:`_Batch`).
+
+Token bookkeeping, which RL and SFT rely on:
+
+* ``prompt_ids = encode_prompt(tokenizer, prompt)``: the tokenizer's default
+  special tokens (e.g. a BOS), see :func:`encode_prompt`;
+* ``completion_ids`` is, in order, the ids the model generated in each turn and
+  the ids of each text the environment appended
+  (:func:`encode_completion`: no special tokens added), and ``env_mask`` marks
+  the latter with 1. Generated ids are never re-tokenized: the ids the model
+  saw while generating are exactly ``prompt_ids + completion_ids``;
+* ``completion`` is the decoded model turns and the appended texts, so
+  ``tokenizer.decode(completion_ids) == completion`` (``skip_special_tokens=False``;
+  exact for byte-level BPE tokenizers such as Qwen's and GPT-2's), and the
+  env-masked tokens decode to exactly the spans
+  :func:`~searchlab.agent.protocol.environment_spans` finds in ``completion``
+  (unless the model wrote an ``<information>`` block itself).
+
+Where a turn ends: each row stops on its own (a stopping criterion checks every
+row after every token; ``generate`` pads finished rows while the others go on)
+at the first token that completes ``</search>`` or ``</answer>`` or is an
+end-of-sequence token, and that token is the turn's last. A tag split over
+several tokens is matched as a string (``StopStringCriteria``); a token may
+also hold characters after the tag (``"</search>."`` as ``…, ">."``): a token is
+never split, so those characters stay in the ids and in ``completion``. The
+turn is cut after the *first* stop string in its text, at the shortest token
+prefix reaching it (normally the stop token itself; this catches a tag the
+criterion could not see, e.g. spelled in byte pieces where the tag is a special
+token). That is ``Action.end`` for an ordinary turn; ``Action.end`` itself is
+not used because it marks the *last* action, not where generation had to stop.
+An end-of-sequence token the model emitted stays in the ids (its
+log-probability is part of the policy) and in ``completion`` as its text
+(``"<|endoftext|>"``); the action is parsed from the turn without it.
+"""
+
+from __future__ import annotations
+
+import time
+import weakref
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from searchlab.agent.protocol import ANSWER_CLOSE, SEARCH_CLOSE, instruction, parse_action, step
+
+if TYPE_CHECKING:  # importing searchlab.agent stays cheap: no pydantic params, and torch only when rolling out
+    from searchlab.params import RolloutParams
+    from searchlab.retrieval.base import Retriever
+
+STOP_STRINGS: tuple[str, ...] = (SEARCH_CLOSE, ANSWER_CLOSE)
+
+
+@dataclass
+class Rollout:
+    """One question's episode: texts, token ids with the environment mask, and what the model did.
+
+    ``completion`` is everything after the prompt (model turns and environment
+    text); ``env_mask[i]`` is 1 when ``completion_ids[i]`` was inserted by the
+    environment, 0 when the model generated it. ``answer`` is the final answer
+    (``None`` when the episode was cut off at ``max_turns``). ``searches`` are the
+    queries of the model's search actions, in order; a search in the last allowed
+    turn is listed but not run (nothing would read its results).
+    ``invalid_actions`` counts turns that neither searched nor answered.
+    ``generated_tokens`` counts model tokens only. ``seconds`` is the time from
+    the start of the question's batch until it left the batch.
+    """
+
+    question: str
+    prompt: str
+    completion: str = ""
+    prompt_ids: list[int] = field(default_factory=list)
+    completion_ids: list[int] = field(default_factory=list)
+    env_mask: list[int] = field(default_factory=list)
+    answer: str | None = None
+    searches: list[str] = field(default_factory=list)
+    turns: int = 0
+    generated_tokens: int = 0
+    invalid_actions: int = 0
+    finished: bool = False
+    seconds: float | None = None
+
+
+def encode_prompt(tokenizer: Any, text: str) -> list[int]:
+    """Token ids of a prompt: the tokenizer's default encoding, special tokens as it adds them (e.g. a BOS).
+
+    Exception: a text that already starts with the BOS token (a rendered chat
+    template) gets no second one. SFT must encode ``prompt`` with this and the
+    completion with :func:`encode_completion`, as rollouts do.
+    """
+    bos = getattr(tokenizer, "bos_token", None)
+    add = not (bos and text.startswith(bos))
+    return list(tokenizer(text, add_special_tokens=add)["input_ids"])
+
+
+def encode_completion(tokenizer: Any, text: str) -> list[int]:
+    """Token ids of text that continues a sequence (what the environment appends): no special tokens added."""
+    return list(tokenizer(text, add_special_tokens=False)["input_ids"])
+
+
+def _decode(tokenizer: Any, ids: Sequence[int]) -> str:
+    # special tokens stay: the protocol tags may be special tokens, and text must match the ids
+    return tokenizer.decode(list(ids), skip_special_tokens=False, clean_up_tokenization_spaces=False)
+
+
+def _eos_ids(model: Any, tokenizer: Any) -> list[int]:
+    ids = set()
+    for value in (getattr(getattr(model, "generation_config", None), "eos_token_id", None), tokenizer.eos_token_id):
+        if isinstance(value, int):
+            ids.add(value)
+        elif value is not None:
+            ids.update(value)
+    return sorted(ids)
+
+
+# StopStringCriteria precomputes tables over the whole vocabulary (seconds for 150k tokens) and
+# its own cache misses when get_vocab()'s order changes, so keep one per tokenizer.
+_STOP_STRING_CRITERIA: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _turn_end_criterion(tokenizer: Any, eos_ids: list[int]):
+    import torch
+    from transformers import StoppingCriteria, StopStringCriteria
+
+    single = [encode_completion(tokenizer, s) for s in STOP_STRINGS]
+    if all(len(ids) == 1 for ids in single):  # tags are tokens: comparing the last id is enough (and cheap)
+        stop_ids, strings = [ids[0] for ids in single], None
+    else:  # tags span tokens (Qwen's vocabulary): match strings across tokens
+        stop_ids = []
+        try:
+            strings = _STOP_STRING_CRITERIA.get(tokenizer)
+        except TypeError:  # a tokenizer that cannot be weakly referenced or hashed: no cache
+            strings = None
+        if strings is None:
+            strings = StopStringCriteria(tokenizer, list(STOP_STRINGS))
+            try:
+                _STOP_STRING_CRITERIA[tokenizer] = strings
+            except TypeError:
+                pass
+
+    class TurnEnd(StoppingCriteria):
+        """Done per row once its last token ends a stop string or is EOS; remembers where each row stopped."""
+
+        def __init__(self) -> None:
+            self.ids = torch.tensor(sorted({*stop_ids, *eos_ids}), dtype=torch.long)
+            self.stopped_at: torch.Tensor | None = None  # per row; 0 while running
+
+        def __call__(self, input_ids, scores, **kwargs):
+            self.ids = self.ids.to(input_ids.device)  # moved once
+            done = torch.isin(input_ids[:, -1], self.ids)
+            if strings is not None:
+                done = done | strings(input_ids, scores)
+            if self.stopped_at is None:
+                self.stopped_at = torch.zeros(input_ids.shape[0], dtype=torch.long, device=input_ids.device)
+            # torch.where, not indexing: no host-device sync per token
+            self.stopped_at = torch.where(done & (self.stopped_at == 0), input_ids.shape[1], self.stopped_at)
+            return done
+
+    return TurnEnd()
+
+
+class _Batch:
+    """A chunk's episodes as ``generate`` sees them, carried from turn to turn with the KV cache.
+
+    Row ``r`` of ``ids`` holds, left to right, the episode's tokens and *holes*:
+    left padding, the padding of rows that stopped before the others, and
+    generated tokens the episode does not keep. ``mask`` is 0 on holes, so the
+    model attends to exactly ``prompt_ids + completion_ids``, at the positions
+    those would have without holes (generate derives position ids from the
+    mask's cumulative sum). Keeping the cache means each turn reads only its new
+    tokens instead of re-reading (prefilling) every context again, which on CPUs
+    and small models costs about as much as generating. Without a cache each turn
+    starts from the compacted tokens, like a fresh ``generate`` call.
+    """
+
+    def __init__(self, contexts: list[list[int]], pad_id: int, device, reuse_cache: bool) -> None:
+        import torch
+
+        self.pad_id, self.device, self.reuse_cache = pad_id, device, reuse_cache
+        self.ids = torch.empty((len(contexts), 0), dtype=torch.long, device=device)
+        self.mask = torch.empty_like(self.ids)
+        self.cache = None
+        self.turn_start = 0  # column of the last turn's first generated token
+        self.extend(list(range(len(contexts))), contexts)
+
+    def extend(self, rows: list[int], new: list[list[int]]) -> None:
+        """Keep only ``rows`` (indices into the batch) and append ``new[i]`` to the ``i``-th of them."""
+        import torch
+
+        index = torch.tensor(rows, dtype=torch.long, device=self.device)
+        ids, mask = self.ids[index], self.mask[index]
+        cached = 0
+        if self.cache is not None:
+            cached = self.cache.get_seq_length()
+            self.cache.batch_select_indices(index)
+        # per row: the kept tokens the cache does not hold yet (generate's last one; all without a cache), then new
+        tails = [ids[i, cached:][mask[i, cached:] == 1].tolist() + list(extra) for i, extra in enumerate(new)]
+        width = max(map(len, tails))
+        # right-aligned, so every row's next token lands in the same column; the padding before is holes
+        segment = torch.tensor([[self.pad_id] * (width - len(t)) + t for t in tails], device=self.device)
+        segment_mask = torch.tensor([[0] * (width - len(t)) + [1] * len(t) for t in tails], device=self.device)
+        self.ids = torch.cat([ids[:, :cached], segment], dim=1)
+        self.mask = torch.cat([mask[:, :cached], segment_mask], dim=1)
+
+    def generate(self, model, criterion, generate_kwargs: dict) -> list[list[int]]:
+        """One turn for every row: its new ids, up to and including the token that stopped it."""
+        import torch
+        from transformers import StoppingCriteriaList
+
+        self.turn_start = width = self.ids.shape[1]
+        criterion.stopped_at = None
+        with torch.inference_mode():
+            out = model.generate(input_ids=self.ids, attention_mask=self.mask, past_key_values=self.cache,
+                                 use_cache=True, return_dict_in_generate=True,
+                                 stopping_criteria=StoppingCriteriaList([criterion]), **generate_kwargs)
+        self.ids = out.sequences
+        self.mask = torch.cat([self.mask, torch.zeros_like(self.ids[:, width:])], dim=1)  # see keep()
+        cache = getattr(out, "past_key_values", None)
+        self.cache = cache if self.reuse_cache and _reusable(cache, self.ids.shape[1]) else None
+        new = self.ids[:, width:].tolist()
+        if criterion.stopped_at is None:  # nothing generated
+            return [[] for _ in new]
+        stops = (criterion.stopped_at - width).tolist()
+        return [row[:stop] if stop > 0 else row for row, stop in zip(new, stops)]
+
+    def keep(self, counts: list[int]) -> None:
+        """Unmask the first ``counts[r]`` tokens row ``r`` generated last turn: those its episode keeps."""
+        import torch
+
+        column = torch.arange(self.ids.shape[1], device=self.device)[None, :] - self.turn_start
+        kept = (column >= 0) & (column < torch.tensor(counts, device=self.device)[:, None])
+        self.mask = torch.where(kept, 1, self.mask)
+
+
+def _reusable(cache: Any, width: int) -> bool:
+    """Whether a turn can continue from ``cache``: one key and value per column (all but generate's last token).
+
+    Not a sliding window or a recurrent state: holes would shrink the window or
+    flow into the state.
+    """
+    if not (hasattr(cache, "get_seq_length") and hasattr(cache, "batch_select_indices")):
+        return False
+    if any(getattr(cache, "is_sliding", None) or []) or any(getattr(cache, "is_linear", None) or []):
+        return False
+    return cache.get_seq_length() == width - 1
+
+
+def _cut_turn(tokenizer: Any, ids: list[int], eos_ids: list[int]):
+    """(kept ids, their text, the action): the turn up to its first stop string, at a token boundary."""
+    text = _decode(tokenizer, ids)
+    ends = [text.find(s) + len(s) for s in STOP_STRINGS if s in text]
+    if ends:
+        # Normally the stop is the last token already. A tag the criterion did not see (spelled in
+        # pieces where it is a special token) is cut here, where generation should have stopped:
+        # the shortest prefix of ids whose text reaches the end of the first stop string.
+        cut, keep = min(ends), len(ids)
+        while keep > 1 and len(_decode(tokenizer, ids[:keep - 1])) >= cut:
+            keep -= 1
+        ids = ids[:keep]
+        text = _decode(tokenizer, ids)
+    body = _decode(tokenizer, ids[:-1]) if ids and ids[-1] in eos_ids else text
+    return ids, text, parse_action(body)
+
+
+def rollout(
+    model: Any,
+    tokenizer: Any,
+    retriever: Retriever,
+    questions: list[str],
+    params: RolloutParams,
+    prompts: list[str] | None = None,
+    *,
+    reuse_cache: bool = True,
+) -> list[Rollout]:
+    """Run the agent on ``questions``; one :class:`Rollout` per question, in order.
+
+    ``prompts[i]`` (e.g. a chat-templated :func:`instruction`) is the prompt
+    text; by default ``instruction(question)``. Questions go in chunks of
+    ``params.batch_size``; within a chunk all unfinished episodes generate each
+    turn together (up to ``params.max_new_tokens`` tokens) and their searches go
+    to ``retriever`` in one call per turn, ``params.topk`` passages each, an
+    information block at most ``params.max_information_tokens`` tokens of this
+    tokenizer. Temperature 0 decodes greedily; otherwise sampling with
+    ``temperature``/``top_p`` (no top-k, no repetition penalty, whatever the
+    model's generation config says), seeded with ``params.seed`` without
+    touching the caller's random state. Inputs go to ``model.device``.
+
+    With ``reuse_cache`` (the default) each turn continues from the previous
+    turn's KV cache and reads only the new tokens (see :class:`_Batch`);
+    ``False`` re-reads every context each turn. Both give the same episodes up
+    to floating-point rounding.
+    """
+    import torch
+
+    if prompts is not None and len(prompts) != len(questions):
+        raise ValueError(f"got {len(prompts)} prompts for {len(questions)} questions")
+    eos_ids = _eos_ids(model, tokenizer)
+    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else (eos_ids or [0])[0]
+    sampling = params.temperature > 0
+    generate_kwargs: dict[str, Any] = dict(
+        max_new_tokens=params.max_new_tokens, do_sample=sampling, num_beams=1, repetition_penalty=1.0,
+        pad_token_id=pad_id, eos_token_id=eos_ids or None,
+    )
+    if sampling:
+        generate_kwargs.update(temperature=params.temperature, top_p=params.top_p, top_k=0)
+    criterion = _turn_end_criterion(tokenizer, eos_ids)
+
+    def count_tokens(text: str) -> int:
+        return len(encode_completion(tokenizer, text))
+
+    results = []
+    for i, question in enumerate(questions):
+        prompt = prompts[i] if prompts is not None else instruction(question)
+        results.append(Rollout(question, prompt, prompt_ids=encode_prompt(tokenizer, prompt)))
+
+    device = torch.device(model.device)
+    cuda = [device.index or 0] if device.type == "cuda" else []
+    with torch.random.fork_rng(devices=cuda):
+        torch.manual_seed(params.seed)
+        for start in range(0, len(results), params.batch_size):
+            _run_chunk(model, tokenizer, retriever, results[start:start + params.batch_size], params,
+                       criterion, generate_kwargs, pad_id, eos_ids, count_tokens, reuse_cache)
+    return results
+
+
+def _run_chunk(model, tokenizer, retriever, chunk: list[Rollout], params: RolloutParams, criterion,
+               generate_kwargs: dict, pad_id: int, eos_ids: list[int], count_tokens, reuse_cache: bool) -> None:
+    """Play one chunk's episodes turn by turn, filling in their :class:`Rollout` s."""
+    began = time.perf_counter()
+    active = list(chunk)
+    batch = _Batch([r.prompt_ids for r in active], pad_id, model.device, reuse_cache)
+    for turn in range(params.max_turns):
+        generated = batch.generate(model, criterion, generate_kwargs)
+        actions, kept = [], []
+        for r, ids in zip(active, generated):
+            ids, text, action = _cut_turn(tokenizer, ids, eos_ids)
+            r.completion += text
+            r.completion_ids += ids
+            r.env_mask += [0] * len(ids)
+            r.generated_tokens += len(ids)
+            r.turns += 1
+            if action.kind == "search":
+                r.searches.append(action.content)
+            elif action.kind == "invalid":
+                r.invalid_actions += 1
+            actions.append(action)
+            kept.append(len(ids))
+        batch.keep(kept)
+        last = turn == params.max_turns - 1
+        # the last turn's searches are not run: the episode is cut off and nothing would read them
+        appended = [None] * len(active) if last else step(
+            retriever, actions, params.topk, params.max_information_tokens, count_tokens)
+        rows, new = [], []
+        for i, (r, action, text) in enumerate(zip(active, actions, appended)):
+            if action.kind == "answer":
+                r.answer, r.finished = action.content, True
+            if text is None:  # answered, or cut off in the last turn: the episode leaves the batch
+                r.seconds = time.perf_counter() - began
+                continue
+            ids = encode_completion(tokenizer, text)
+            r.completion += text
+            r.completion_ids += ids
+            r.env_mask += [1] * len(ids)
+            rows.append(i)
+            new.append(ids)
+        if not rows:
+            break
+        active = [active[i] for i in rows]
+        batch.extend(rows, new)
+
+
+def summarize(rollouts: Sequence[Rollout]) -> dict[str, float]:
+    """Means over ``rollouts``: answered share, searches, turns, generated tokens, and invalid actions per turn."""
+    n = len(rollouts)
+    turns = sum(r.turns for r in rollouts)
+
+    def mean(values) -> float:
+        return sum(values) / n if n else 0.0
+
+    return {
+        "rollouts": n,
+        "answered": mean(r.answer is not None for r in rollouts),
+        "mean_searches": mean(len(r.searches) for r in rollouts),
+        "mean_turns": mean(r.turns for r in rollouts),
+        "mean_generated_tokens": mean(r.generated_tokens for r in rollouts),
+        "invalid_action_rate": sum(r.invalid_actions for r in rollouts) / turns if turns else 0.0,
+    }

@@ -1,0 +1,115 @@
+"""Supervised fine-tuning on demonstrations: TRL's ``SFTTrainer``, loss only on the agent's own tokens.
+
+A demonstration is ``prompt`` + ``completion`` in the agent protocol
+(:mod:`searchlab.agent.protocol`). :func:`encode_demo` tokenizes it the way a
+live rollout sees it (the prompt as :func:`~searchlab.agent.rollout.encode_prompt`
+encodes it, then model text and environment insertions as separate pieces) and
+labels only the model's pieces: the prompt and every ``<information>`` block
+are ``-100``. :func:`train_sft` trains with checkpoints in ``checkpoint_dir``;
+called again after a crash it resumes from the last checkpoint (weights,
+optimizer, scheduler, RNG states and data position, as the Trainer saves them).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from searchlab.agent.protocol import environment_spans
+from searchlab.agent.rollout import encode_completion, encode_prompt
+from searchlab.jsonl import read_jsonl
+from searchlab.params import SFTParams
+
+IGNORE = -100  # the label PyTorch's cross-entropy skips
+
+
+def encode_demo(tokenizer, prompt: str, completion: str, max_length: int) -> dict[str, list[int]]:
+    """``{"input_ids", "labels"}`` for one demonstration; labels are ``-100`` on the prompt and environment text.
+
+    The completion ends with the tokenizer's EOS (learned, so the agent stops
+    after its answer). Longer examples keep their start, up to ``max_length``.
+    """
+    ids = encode_prompt(tokenizer, prompt)
+    labels = [IGNORE] * len(ids)
+    position = 0
+    for start, end in environment_spans(completion) + [(len(completion), len(completion))]:
+        own = encode_completion(tokenizer, completion[position:start]) if start > position else []
+        inserted = encode_completion(tokenizer, completion[start:end]) if end > start else []
+        ids += own + inserted
+        labels += own + [IGNORE] * len(inserted)
+        position = end
+    ids.append(tokenizer.eos_token_id)
+    labels.append(tokenizer.eos_token_id)
+    return {"input_ids": ids[:max_length], "labels": labels[:max_length]}
+
+
+def demo_datasets(tokenizer, demos_jsonl: Path, max_length: int):
+    """(train, dev) ``datasets.Dataset`` of encoded demonstrations, split by the demos' ``split`` field."""
+    from datasets import Dataset
+
+    rows = {"train": [], "dev": []}
+    for d in read_jsonl(demos_jsonl):
+        rows["dev" if d["split"] == "dev" else "train"].append(encode_demo(tokenizer, d["prompt"], d["completion"],
+                                                                          max_length))
+    if not rows["train"]:
+        raise ValueError(f"{demos_jsonl}: no training demonstrations")
+    return Dataset.from_list(rows["train"]), Dataset.from_list(rows["dev"]) if rows["dev"] else None
+
+
+def train_sft(params: SFTParams, model, tokenizer, demos_jsonl: Path, out_dir: Path, checkpoint_dir: Path,
+              callbacks: list | None = None) -> dict:
+    """Fine-tune ``model`` on the demonstrations, save it with its tokenizer to ``out_dir``; return the figures.
+
+    Resumes from the newest checkpoint in ``checkpoint_dir`` if there is one.
+    Writes ``out_dir/train_log.jsonl`` (the Trainer's log history: loss,
+    learning rate, eval loss by step) for the caller to chart.
+    """
+    import torch
+    from transformers.trainer_utils import get_last_checkpoint
+    from trl import SFTConfig, SFTTrainer
+
+    train, dev = demo_datasets(tokenizer, demos_jsonl, params.max_length)
+    checkpoint_dir.mkdir(parents=True, exist_ok=True)
+    resume = get_last_checkpoint(str(checkpoint_dir))
+    cuda = torch.cuda.is_available()
+    args = SFTConfig(
+        output_dir=str(checkpoint_dir), num_train_epochs=params.epochs, max_steps=params.max_steps,
+        per_device_train_batch_size=params.batch_size, per_device_eval_batch_size=params.batch_size,
+        gradient_accumulation_steps=params.grad_accum, learning_rate=params.learning_rate,
+        lr_scheduler_type="cosine", warmup_steps=params.warmup_ratio,  # a float < 1: a share of all steps
+        weight_decay=params.weight_decay,
+        logging_steps=params.logging_steps, save_steps=params.save_steps, save_total_limit=2,
+        eval_strategy="steps" if dev is not None else "no", eval_steps=params.eval_steps,
+        seed=params.seed, data_seed=params.seed, report_to=[], max_length=params.max_length,
+        bf16=cuda and torch.cuda.is_bf16_supported(), use_cpu=not cuda, dataloader_num_workers=0,
+        save_only_model=False,  # optimizer, scheduler and RNG states are what make a resume exact
+        include_num_input_tokens_seen="non_padding",
+    )
+    trainer = SFTTrainer(model=model, args=args, train_dataset=train, eval_dataset=dev, processing_class=tokenizer,
+                         callbacks=callbacks)
+    tokens_before = _tokens_seen(resume)
+    started = time.perf_counter()
+    result = trainer.train(resume_from_checkpoint=resume)
+    seconds = time.perf_counter() - started
+    trainer.save_model(str(out_dir))
+    tokenizer.save_pretrained(str(out_dir))
+    history = trainer.state.log_history
+    with open(out_dir / "train_log.jsonl", "w") as f:
+        f.writelines(json.dumps(row) + "\n" for row in history)
+    evals = [row["eval_loss"] for row in history if "eval_loss" in row]
+    figures = {"steps": trainer.state.global_step, "train_examples": len(train),
+               "dev_examples": len(dev) if dev is not None else 0, "train_loss": round(result.training_loss, 4),
+               "resumed_from_step": int(Path(resume).name.split("-")[-1]) if resume else 0,
+               "train_seconds": round(seconds, 2)}
+    if evals:
+        figures["eval_loss"] = round(evals[-1], 4)
+    figures["tokens_per_s"] = round((trainer.state.num_input_tokens_seen - tokens_before) / seconds, 1)
+    return figures
+
+
+def _tokens_seen(checkpoint: str | None) -> int:
+    """Tokens trained on before this process (from the checkpoint's trainer state), for an honest tokens/s."""
+    if not checkpoint:
+        return 0
+    return json.loads((Path(checkpoint) / "trainer_state.json").read_text()).get("num_input_tokens_seen", 0)

@@ -1,0 +1,525 @@
+"""Batched multi-turn rollouts with a real (tiny) Qwen2 model, a real BPE tokenizer and a real BM25 index.
+
+A random model almost never writes protocol tags, so most tests *steer* it:
+:class:`Scripted` wraps the real model and, on every ``generate`` call, adds a
+logits processor that forces each row to write its question's scripted turn
+(the turn is chosen from the row's own context: how many times the environment
+has spoken). Everything else is real: left-padded batches, per-row stopping,
+turns continued from the KV cache, retrieval, environment text and masks.
+:class:`Recording` checks that every context the model attended to was exactly
+an episode's ids so far. The unsteered model checks determinism, sampling
+seeds, batch-size invariance and cache reuse against re-reading.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import json
+
+import pytest
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+from searchlab.agent import (  # noqa: E402
+    INFORMATION_OPEN,
+    INVALID_ACTION_FEEDBACK,
+    INVALID_ACTION_MESSAGE,
+    SPECIAL_TOKENS,
+    environment_spans,
+    information_block,
+    instruction,
+    parse_trajectory,
+)
+from searchlab.agent.rollout import Rollout, encode_completion, encode_prompt, rollout, summarize  # noqa: E402
+from searchlab.params import RolloutParams  # noqa: E402
+
+DOCS = {
+    "tokyo": ("Tokyo", "Tokyo is the capital of Japan and its largest city."),
+    "kyoto": ("Kyoto", "Kyoto was the imperial seat of Japan for more than a thousand years."),
+    "fleming": ("Alexander Fleming", "Alexander Fleming was a Scottish physician who discovered penicillin in 1928."),
+    "penicillin": ("Penicillin", "Penicillin is an antibiotic made by moulds."),
+    "everest": ("Mount Everest", "Mount Everest is the highest mountain above sea level, in the Himalayas."),
+    "nile": ("Nile", "The Nile is a major river in northeastern Africa that flows into the Mediterranean Sea."),
+    "curie": ("Marie Curie", "Marie Curie won Nobel Prizes in physics and chemistry for research on radioactivity."),
+    "warsaw": ("Warsaw", "Warsaw is the capital of Poland, where Marie Curie was born."),
+    "chess": ("Chess", "Chess is a board game played by two players on a checkered board."),
+    "bee": ("Honey bee", "Honey bees pollinate flowers and dance to show where food is."),
+    "violin": ("Violin", "The violin is a string instrument played with a bow."),
+    "oslo": ("Oslo", "Oslo is the capital of Norway, on the Oslofjord."),
+}
+
+LONG_THINK = "<think>" + " ".join(["I should think about this question very carefully before I act"] * 6)
+
+# question -> the model's turns, one per environment reply
+SCRIPTS = {
+    "What is the capital of Japan?": ["<think>I know it.</think>\n<answer>Tokyo</answer> and then babble after it"],
+    "Who discovered penicillin?": [
+        "<think>I do not know who discovered it, so I will look it up now.</think>\n"
+        "<search>who discovered penicillin</search>",
+        "<think>The passage says Fleming.</think>\n<answer>Alexander Fleming</answer>",
+    ],
+    "Where was Marie Curie born?": [
+        "<think>No idea.</think> maybe Paris",  # no action, then the forced EOS
+        "<think>Then search.</think>\n<answer>Warsaw</answer>",
+    ],
+    "What is the highest mountain?": ["<think>Easy.</think>\n<answer>Mount Everest</answer>"],
+    "What is the capital of Norway?": [
+        "<search>capital of Norway</search>",
+        "<think>Oslo.</think><answer>Oslo</answer>",
+    ],
+    "What was the old capital of Japan?": [
+        "<search>imperial seat of Japan</search>",
+        "<search>Kyoto capital</search>",
+        "<search>Japan capital history</search>",
+        "<answer>Kyoto</answer>",
+    ],
+    "What game has a checkered board?": [LONG_THINK, "<answer>Chess</answer>"],  # longer than max_new_tokens
+    "Which city is the capital of Japan?": ["<think>Tokyo.</think>\n<answer> Tokyo"],  # EOS inside the answer
+}
+QUESTIONS = list(SCRIPTS)
+
+
+def corpus_texts() -> list[str]:
+    texts = [f"{title}\n{text}" for title, text in DOCS.values()]
+    texts += [instruction(q) for q in QUESTIONS] + [INVALID_ACTION_MESSAGE]
+    texts += [turn for turns in SCRIPTS.values() for turn in turns]
+    texts += ["Doc 1(Title: Tokyo) Tokyo is the capital.\n"] * 5
+    return texts
+
+
+def make_tokenizer(tags_special: bool):
+    """Byte-level BPE: with the tags as special tokens (one id each) or without (a tag spans several tokens)."""
+    from tokenizers import Tokenizer, decoders, pre_tokenizers
+    from tokenizers.models import BPE
+    from tokenizers.trainers import BpeTrainer
+    from transformers import PreTrainedTokenizerFast
+
+    special = ["<|endoftext|>", "<|pad|>"] + (list(SPECIAL_TOKENS) if tags_special else [])
+    texts = corpus_texts()
+    if not tags_special:  # make ">." one token, so a stop string can end inside a token ("</search>.")
+        texts += ["<search>x</search>. <answer>y</answer>."] * 50
+    tok = Tokenizer(BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    tok.train_from_iterator(texts, BpeTrainer(vocab_size=700, special_tokens=special,
+                                              initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    return PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|endoftext|>", pad_token="<|pad|>")
+
+
+def make_model(tokenizer):
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    config = Qwen2Config(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                         num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=2048,
+                         initializer_range=0.3,  # large weights: outputs depend on the context, so mistakes show
+                         eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id, bos_token_id=None)
+    torch.manual_seed(0)
+    return Qwen2ForCausalLM(config).eval()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    """Tiny models gain nothing from threads, and on a busy machine torch's threads wait on each other."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="session")
+def tok():
+    return make_tokenizer(tags_special=True)
+
+
+@pytest.fixture(scope="session")
+def model(tok):
+    return make_model(tok)
+
+
+@pytest.fixture(scope="module")
+def bm25(tmp_path_factory):
+    """A real BM25 index of DOCS, searched by a retriever that records its calls (results unchanged)."""
+    from searchlab.params import IndexParams
+    from searchlab.retrieval.indexing import build_index
+    from searchlab.retrieval.lucene import BM25Retriever
+
+    class CountingBM25(BM25Retriever):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.calls: list[tuple[list[str], int]] = []
+
+        def search(self, queries, k):
+            self.calls.append((list(queries), k))
+            return super().search(queries, k)
+
+    corpus = tmp_path_factory.mktemp("rollout-corpus") / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps({"id": i, "contents": f'"{t}"\n{x}'}) + "\n" for i, (t, x) in DOCS.items()))
+    out = tmp_path_factory.mktemp("rollout-index")
+    build_index(IndexParams(threads=1), corpus, out)
+    with CountingBM25(out, threads=1) as retriever:
+        yield retriever
+
+
+class ForceTokens(transformers.LogitsProcessor):
+    """Row ``r`` must write ``rows[r][s]`` at its ``s``-th new token, then end-of-sequence."""
+
+    def __init__(self, rows: list[list[int]], start: int, eos: int):
+        self.rows, self.start, self.eos = rows, start, eos
+
+    def __call__(self, input_ids, scores):
+        s = input_ids.shape[1] - self.start
+        forced = torch.full_like(scores, float("-inf"))
+        for r, ids in enumerate(self.rows):
+            forced[r, ids[s] if s < len(ids) else self.eos] = 0.0
+        return forced
+
+
+class Recording:
+    """The real model, unchanged; records what each ``generate`` call let it see."""
+
+    def __init__(self, model, tokenizer):
+        self.model, self.tok = model, tokenizer
+        self.seen: list[list[int]] = []  # per call and row: the ids the attention mask lets the model see
+        self.cached: list[bool] = []  # per call: did it continue from the previous turn's KV cache?
+
+    def __getattr__(self, name):  # device, generation_config, ...
+        return getattr(self.model, name)
+
+    def generate(self, input_ids, attention_mask, **kwargs):
+        self.cached.append(kwargs.get("past_key_values") is not None)
+        self.seen += [[i for i, m in zip(ids, mask) if m] for ids, mask in zip(input_ids.tolist(),
+                                                                              attention_mask.tolist())]
+        return self.model.generate(input_ids=input_ids, attention_mask=attention_mask, **kwargs)
+
+    def saw_exactly_the_episodes(self, rollouts) -> bool:
+        """Every context the model read was an episode's prompt_ids + completion_ids so far, ending at a turn."""
+        def starts(r):
+            ends, position = [0], 0
+            for flag, group in itertools.groupby(r.env_mask):
+                position += len(list(group))
+                if flag:
+                    ends.append(position)
+            return [r.prompt_ids + r.completion_ids[:end] for end in ends]
+
+        contexts = [context for r in rollouts for context in starts(r)]
+        return all(seen in contexts for seen in self.seen)
+
+
+class Scripted(Recording):
+    """The real model, made to follow SCRIPTS; records which questions each generate call batched together."""
+
+    def __init__(self, model, tokenizer):
+        super().__init__(model, tokenizer)
+        self.batches: list[list[str]] = []
+
+    def generate(self, input_ids, attention_mask, **kwargs):
+        rows, questions = [], []
+        for ids, mask in zip(input_ids.tolist(), attention_mask.tolist()):
+            text = self.tok.decode([i for i, m in zip(ids, mask) if m], skip_special_tokens=False)
+            question = next(q for q in SCRIPTS if f"Question: {q}\n" in text)
+            completion = text.split(f"Question: {question}\n", 1)[1]
+            turn = len(environment_spans(completion))  # the environment answered `turn` times
+            script = SCRIPTS[question][turn]  # text, or the exact ids to write
+            rows.append(script if isinstance(script, list) else encode_completion(self.tok, script))
+            questions.append(question)
+        self.batches.append(questions)
+        force = ForceTokens(rows, input_ids.shape[1], self.tok.eos_token_id)
+        return super().generate(input_ids, attention_mask,
+                                logits_processor=transformers.LogitsProcessorList([force]), **kwargs)
+
+
+def params(**kw) -> RolloutParams:
+    base = dict(max_new_tokens=40, max_turns=4, topk=2, max_information_tokens=80, batch_size=8)
+    return RolloutParams(**{**base, **kw})
+
+
+def decode(tok, ids) -> str:
+    return tok.decode(ids, skip_special_tokens=False, clean_up_tokenization_spaces=False)
+
+
+def check_invariants(r: Rollout, tok) -> None:
+    """Ids, text and mask agree: env-masked tokens decode to exactly the environment spans of the completion."""
+    assert r.prompt_ids == encode_prompt(tok, r.prompt) == tok(r.prompt).input_ids
+    assert len(r.env_mask) == len(r.completion_ids) and set(r.env_mask) <= {0, 1}
+    assert decode(tok, r.completion_ids) == r.completion
+    assert r.generated_tokens == r.env_mask.count(0)
+    spans, model_texts, position = [], [], 0
+    for flag, group in itertools.groupby(zip(r.env_mask, r.completion_ids), key=lambda pair: pair[0]):
+        text = decode(tok, [i for _, i in group])
+        if flag:
+            spans.append((position, position + len(text)))
+        else:
+            model_texts.append(text)
+        position += len(text)
+    assert position == len(r.completion)
+    if not any(INFORMATION_OPEN in t or INVALID_ACTION_MESSAGE in t for t in model_texts):
+        assert environment_spans(r.completion) == spans
+    assert len(model_texts) == r.turns
+
+
+def expected_block(retriever, query: str, p: RolloutParams, tok) -> str:
+    [hits] = retriever.search([query], p.topk)
+    return information_block(hits, p.max_information_tokens, lambda s: len(encode_completion(tok, s)))
+
+
+def strip_time(rollouts):
+    return [dataclasses.replace(r, seconds=None) for r in rollouts]
+
+
+# ---------------------------------------------------------------- scripted episodes
+
+
+@pytest.mark.slow
+def test_one_answers_at_once_the_other_searches_then_answers(model, tok, bm25):
+    scripted = Scripted(model, tok)
+    japan, penicillin = QUESTIONS[0], QUESTIONS[1]
+    p = params()
+    bm25.calls.clear()
+    [a, b] = rollout(scripted, tok, bm25, [japan, penicillin], p)
+    assert bm25.calls == [(["who discovered penicillin"], 2)]  # one retriever call, in turn 1 only
+    assert scripted.batches == [[japan, penicillin], [penicillin]]  # the finished episode left the batch
+    assert scripted.cached == [False, True]  # turn 2 continued from turn 1's cache, with row 0 dropped from it
+    assert scripted.saw_exactly_the_episodes([a, b])
+
+    # generation stopped at </answer> for row 0 (the babble after it was never kept), not for row 1
+    assert a.completion == "<think>I know it.</think>\n<answer>Tokyo</answer>"
+    assert (a.answer, a.finished, a.turns, a.searches, a.invalid_actions) == ("Tokyo", True, 1, [], 0)
+    assert a.env_mask == [0] * len(a.completion_ids) and a.generated_tokens == len(a.completion_ids)
+    assert a.completion_ids == encode_completion(tok, a.completion)
+
+    block = expected_block(bm25, "who discovered penicillin", p, tok)
+    assert "(Title: Alexander Fleming)" in block
+    assert b.completion == SCRIPTS[penicillin][0] + block + SCRIPTS[penicillin][1]
+    assert (b.answer, b.finished, b.turns, b.searches) == ("Alexander Fleming", True, 2, ["who discovered penicillin"])
+    turn1, turn2 = (encode_completion(tok, t) for t in SCRIPTS[penicillin])
+    env = encode_completion(tok, block)
+    assert b.completion_ids == turn1 + env + turn2
+    assert b.env_mask == [0] * len(turn1) + [1] * len(env) + [0] * len(turn2)
+    assert b.generated_tokens == len(turn1) + len(turn2)
+    assert decode(tok, [i for i, m in zip(b.completion_ids, b.env_mask) if m]) == block
+    assert parse_trajectory(b.completion).problems() == []
+    assert b.seconds >= a.seconds > 0
+    for r in (a, b):
+        check_invariants(r, tok)
+
+
+@pytest.mark.slow
+def test_invalid_action_gets_feedback_and_counts(model, tok, bm25):
+    curie, chess = QUESTIONS[2], QUESTIONS[6]
+    bm25.calls.clear()
+    scripted = Scripted(model, tok)
+    [r, long] = rollout(scripted, tok, bm25, [curie, chess], params(max_new_tokens=30))
+    assert scripted.saw_exactly_the_episodes([r, long])
+    assert bm25.calls == []  # no search: the retriever is never asked
+    eos = "<|endoftext|>"
+    # the EOS the model wrote stays in the ids and the text; the feedback follows it
+    assert r.completion == SCRIPTS[curie][0] + eos + INVALID_ACTION_FEEDBACK + SCRIPTS[curie][1]
+    assert (r.answer, r.turns, r.invalid_actions, r.finished) == ("Warsaw", 2, 1, True)
+    first = encode_completion(tok, SCRIPTS[curie][0]) + [tok.eos_token_id]
+    assert r.completion_ids[:len(first)] == first and r.env_mask[:len(first)] == [0] * len(first)
+    assert parse_trajectory(r.completion).problems()[0].startswith("invalid action before")
+
+    # a turn cut by max_new_tokens is invalid too: exactly 30 model tokens, then the feedback
+    cut = encode_completion(tok, LONG_THINK)[:30]
+    assert long.completion_ids[:30] == cut and long.env_mask[:31] == [0] * 30 + [1]
+    assert long.completion == decode(tok, cut) + INVALID_ACTION_FEEDBACK + "<answer>Chess</answer>"
+    assert (long.answer, long.invalid_actions) == ("Chess", 1)
+    assert long.generated_tokens == 30 + len(encode_completion(tok, "<answer>Chess</answer>"))
+    for x in (r, long):
+        check_invariants(x, tok)
+    assert summarize([r, long])["invalid_action_rate"] == 0.5
+
+
+@pytest.mark.slow
+def test_max_turns_cuts_the_episode_off(model, tok, bm25):
+    old, norway = QUESTIONS[5], QUESTIONS[4]
+    p = params(max_turns=2)
+    bm25.calls.clear()
+    scripted = Scripted(model, tok)
+    [r, n] = rollout(scripted, tok, bm25, [old, norway], p)
+    assert scripted.saw_exactly_the_episodes([r, n])
+    # turn 1: both search, in one call; turn 2: Norway answers, the other is cut off without searching again
+    assert bm25.calls == [(["imperial seat of Japan", "capital of Norway"], 2)]
+    assert scripted.batches == [[old, norway], [old, norway]]
+    assert (r.finished, r.answer, r.turns) == (False, None, 2)
+    assert r.searches == ["imperial seat of Japan", "Kyoto capital"]  # the last one was not run
+    block = expected_block(bm25, "imperial seat of Japan", p, tok)
+    assert r.completion == SCRIPTS[old][0] + block + SCRIPTS[old][1]
+    assert r.env_mask[-1] == 0
+    assert (n.finished, n.answer) == (True, "Oslo")
+    for x in (r, n):
+        check_invariants(x, tok)
+        assert parse_trajectory(x.completion).searches == x.searches
+    stats = summarize([r, n])
+    assert stats["answered"] == 0.5 and stats["mean_turns"] == 2.0 and stats["mean_searches"] == 1.5
+
+
+@pytest.mark.slow
+def test_an_answer_cut_by_eos_finishes_the_episode(model, tok, bm25):
+    [r] = rollout(Scripted(model, tok), tok, bm25, [QUESTIONS[7]], params())
+    assert (r.answer, r.finished, r.turns) == ("Tokyo", True, 1)
+    assert r.completion == SCRIPTS[QUESTIONS[7]][0] + "<|endoftext|>"
+    assert r.completion_ids[-1] == tok.eos_token_id and r.env_mask[-1] == 0
+    check_invariants(r, tok)
+
+
+@pytest.mark.slow
+def test_chunks_of_batch_size_give_the_same_episodes(model, tok, bm25):
+    questions = QUESTIONS[:5]
+    bm25.calls.clear()
+    chunked = Scripted(model, tok)
+    small = rollout(chunked, tok, bm25, questions, params(batch_size=2))
+    q = questions
+    assert chunked.batches == [[q[0], q[1]], [q[1]], [q[2], q[3]], [q[2]], [q[4]], [q[4]]]
+    assert bm25.calls == [(["who discovered penicillin"], 2), (["capital of Norway"], 2)]  # per chunk, per turn
+
+    bm25.calls.clear()
+    whole = Scripted(model, tok)
+    big = rollout(whole, tok, bm25, questions, params(batch_size=8))
+    assert whole.batches == [q, [q[1], q[2], q[4]]]
+    assert bm25.calls == [(["who discovered penicillin", "capital of Norway"], 2)]
+    assert strip_time(small) == strip_time(big)
+    fresh = Scripted(model, tok)
+    assert strip_time(rollout(fresh, tok, bm25, questions, params(), reuse_cache=False)) == strip_time(big)
+    assert fresh.cached == [False, False]
+    assert chunked.saw_exactly_the_episodes(small) and whole.saw_exactly_the_episodes(big)
+    assert fresh.saw_exactly_the_episodes(big)
+    assert [r.question for r in big] == questions
+    assert [r.answer for r in big] == ["Tokyo", "Alexander Fleming", "Warsaw", "Mount Everest", "Oslo"]
+    for r in big:
+        check_invariants(r, tok)
+
+
+@pytest.mark.slow
+def test_custom_prompts_are_used_as_given(model, tok, bm25):
+    q = QUESTIONS[3]
+    prompt = "System: be brief.\n" + instruction(q)
+    [r] = rollout(Scripted(model, tok), tok, bm25, [q], params(), prompts=[prompt])
+    assert r.prompt == prompt and r.prompt_ids == tok(prompt).input_ids and r.answer == "Mount Everest"
+    with pytest.raises(ValueError, match="1 prompts for 2 questions"):
+        rollout(model, tok, bm25, [q, q], params(), prompts=[prompt])
+
+
+# ---------------------------------------------------------------- stop strings spanning several tokens
+
+
+@pytest.mark.slow
+def test_tags_split_over_tokens_stop_and_overhang(bm25, monkeypatch):
+    """The production case (Qwen's vocabulary has no tag tokens): stop strings span tokens and may end inside one."""
+    tok = make_tokenizer(tags_special=False)
+    model = make_model(tok)
+    assert len(encode_completion(tok, "</search>")) > 1
+    *_, last = encode_completion(tok, "<search>x</search>.")
+    assert decode(tok, [last]) == ">."  # the stop string ends inside this token
+
+    norway = QUESTIONS[4]
+    monkeypatch.setitem(SCRIPTS, norway, ["<think>hm</think><search>capital of Norway</search>. and no more",
+                                          "<answer>Oslo</answer>!!"])
+    p = params()
+    scripted = Scripted(model, tok)
+    [r] = rollout(scripted, tok, bm25, [norway], p)
+    block = expected_block(bm25, "capital of Norway", p, tok)
+    # the token ">." is kept whole: the "." after the tag stays, in ids and text; nothing after it
+    assert r.completion == "<think>hm</think><search>capital of Norway</search>." + block + "<answer>Oslo</answer>"
+    assert (r.answer, r.searches, r.turns) == ("Oslo", ["capital of Norway"], 2)
+    check_invariants(r, tok)
+
+
+@pytest.mark.slow
+def test_a_tag_spelled_in_pieces_still_ends_the_turn(model, tok, bm25, monkeypatch):
+    """Where the tags are special tokens the model can still write "</search>" byte by byte: cut there."""
+    pieces = tok.convert_tokens_to_ids(list("</search>"))
+    assert tok.unk_token_id not in pieces and decode(tok, pieces) == "</search>"
+    head = encode_completion(tok, "<think>hm</think><search>capital of Norway")
+    norway = QUESTIONS[4]
+    monkeypatch.setitem(SCRIPTS, norway, [head + pieces + encode_completion(tok, " and babble after it"),
+                                          "<answer>Oslo</answer>"])
+    p = params()
+    scripted = Scripted(model, tok)
+    [r] = rollout(scripted, tok, bm25, [norway], p)
+    assert scripted.saw_exactly_the_episodes([r])  # the dropped babble is in the cache, masked out
+    block = expected_block(bm25, "capital of Norway", p, tok)
+    assert r.completion == "<think>hm</think><search>capital of Norway</search>" + block + "<answer>Oslo</answer>"
+    assert r.completion_ids[:len(head) + len(pieces)] == head + pieces  # the model's own ids, babble dropped
+    assert r.generated_tokens == len(head) + len(pieces) + len(encode_completion(tok, "<answer>Oslo</answer>"))
+    assert r.searches == ["capital of Norway"]
+    check_invariants(r, tok)
+
+
+# ---------------------------------------------------------------- the unsteered model
+
+
+@pytest.mark.slow
+def test_greedy_is_deterministic_and_independent_of_batching(model, tok, bm25, monkeypatch):
+    questions = QUESTIONS[:3]
+    p = params(max_new_tokens=12, max_turns=3, batch_size=3)
+    recording = Recording(model, tok)
+    first = rollout(recording, tok, bm25, questions, p)
+    assert recording.cached == [False, True, True] and recording.saw_exactly_the_episodes(first)
+    assert strip_time(rollout(model, tok, bm25, questions, p)) == strip_time(first)
+    # the params decide how to decode, not the model's shipped generation config (Qwen's samples with top-k 20)
+    for name, value in dict(do_sample=True, temperature=0.7, top_k=3, repetition_penalty=1.5).items():
+        monkeypatch.setattr(model.generation_config, name, value)
+    assert strip_time(rollout(model, tok, bm25, questions, p)) == strip_time(first)
+    monkeypatch.undo()
+    # continuing from the KV cache (holes and all) reads the same contexts as re-reading them each turn
+    assert strip_time(rollout(model, tok, bm25, questions, p, reuse_cache=False)) == strip_time(first)
+    # left padding and chunking do not change greedy episodes
+    assert strip_time(rollout(model, tok, bm25, questions, p.model_copy(update={"batch_size": 1}))) == strip_time(first)
+    for r in first:
+        check_invariants(r, tok)
+        assert r.turns >= 1 and r.generated_tokens <= r.turns * 12
+
+
+@pytest.mark.slow
+def test_sampling_is_seeded(model, tok, bm25):
+    questions = QUESTIONS[:2]
+    p = params(max_new_tokens=12, max_turns=2, temperature=1.0)
+    torch.manual_seed(123)
+    before = torch.rand(1)
+    torch.manual_seed(123)
+    a = rollout(model, tok, bm25, questions, p)
+    assert torch.rand(1) == before  # the caller's random state is untouched
+    b = rollout(model, tok, bm25, questions, p)
+    c = rollout(model, tok, bm25, questions, p.model_copy(update={"seed": 1}))
+    assert strip_time(a) == strip_time(b)
+    assert [r.completion_ids for r in a] != [r.completion_ids for r in c]
+    for r in a + c:
+        check_invariants(r, tok)
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def test_encode_prompt_adds_no_second_bos(tok):
+    from tokenizers import Tokenizer
+    from tokenizers.processors import TemplateProcessing
+    from transformers import PreTrainedTokenizerFast
+
+    backend = Tokenizer.from_str(tok.backend_tokenizer.to_str())
+    bos_id = backend.token_to_id("<|endoftext|>")
+    backend.post_processor = TemplateProcessing(single="<|endoftext|> $A", special_tokens=[("<|endoftext|>", bos_id)])
+    with_bos = PreTrainedTokenizerFast(tokenizer_object=backend, bos_token="<|endoftext|>", eos_token="<|endoftext|>")
+    text = instruction("Who wrote Hamlet?")
+    ids = encode_prompt(with_bos, text)
+    assert ids[0] == bos_id and ids[1] != bos_id and ids == with_bos(text).input_ids
+    assert encode_prompt(with_bos, "<|endoftext|>" + text) == ids  # a rendered template's BOS is not doubled
+    assert encode_completion(with_bos, text) == ids[1:]
+    assert encode_prompt(tok, text) == tok(text).input_ids  # no BOS: the default encoding as is
+
+
+def test_summarize():
+    def r(**kw):
+        return Rollout("q", "p", **kw)
+
+    rollouts = [r(answer="a", searches=["x", "y"], turns=3, generated_tokens=30, invalid_actions=1, finished=True),
+                r(answer=None, searches=[], turns=4, generated_tokens=50, invalid_actions=3),
+                r(answer="", turns=1, generated_tokens=10, finished=True)]
+    assert summarize(rollouts) == {
+        "rollouts": 3, "answered": 2 / 3, "mean_searches": 2 / 3, "mean_turns": 8 / 3,
+        "mean_generated_tokens": 30.0, "invalid_action_rate": 4 / 8,
+    }
+    assert summarize([]) == {"rollouts": 0, "answered": 0.0, "mean_searches": 0.0, "mean_turns": 0.0,
+                             "mean_generated_tokens": 0.0, "invalid_action_rate": 0.0}
