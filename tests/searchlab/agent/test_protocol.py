@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 
@@ -24,6 +23,7 @@ from searchlab.agent import (
     step,
 )
 from searchlab.retrieval.base import Hit
+from tests.searchlab.agent.conftest import counting_bm25
 
 TOKYO = Hit("tokyo", '"Tokyo"\nTokyo is the capital of Japan.', 12.5)
 KYOTO = Hit("kyoto", '"Kyoto"\nKyoto was the old capital.', 9.0)
@@ -332,24 +332,7 @@ def contents(doc_id: str) -> str:
 @pytest.fixture(scope="module")
 def bm25(tmp_path_factory):
     """A real BM25 index of DOCS (Anserini in a child process), searched by a retriever that counts its calls."""
-    from searchlab.params import IndexParams
-    from searchlab.retrieval.indexing import build_index
-    from searchlab.retrieval.lucene import BM25Retriever
-
-    class CountingBM25(BM25Retriever):
-        def __init__(self, *args, **kwargs):
-            super().__init__(*args, **kwargs)
-            self.calls: list[tuple[list[str], int]] = []
-
-        def search(self, queries, k):
-            self.calls.append((list(queries), k))
-            return super().search(queries, k)
-
-    corpus = tmp_path_factory.mktemp("agent-corpus") / "corpus.jsonl"
-    corpus.write_text("".join(json.dumps({"id": i, "contents": contents(i)}) + "\n" for i in DOCS))
-    out = tmp_path_factory.mktemp("agent-index")
-    build_index(IndexParams(threads=1), corpus, out)
-    with CountingBM25(out, threads=1) as retriever:
+    with counting_bm25(tmp_path_factory, DOCS) as retriever:
         yield retriever
 
 

@@ -15,14 +15,12 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-import json
 
 import pytest
+import torch
+import transformers
 
-torch = pytest.importorskip("torch")
-transformers = pytest.importorskip("transformers")
-
-from searchlab.agent import (  # noqa: E402
+from searchlab.agent import (
     INFORMATION_OPEN,
     INVALID_ACTION_FEEDBACK,
     INVALID_ACTION_MESSAGE,
@@ -32,8 +30,9 @@ from searchlab.agent import (  # noqa: E402
     instruction,
     parse_trajectory,
 )
-from searchlab.agent.rollout import Rollout, encode_completion, encode_prompt, rollout, summarize  # noqa: E402
-from searchlab.params import RolloutParams  # noqa: E402
+from searchlab.agent.rollout import Rollout, encode_completion, encode_prompt, rollout, summarize
+from searchlab.params import RolloutParams
+from tests.searchlab.agent.conftest import counting_bm25
 
 DOCS = {
     "tokyo": ("Tokyo", "Tokyo is the capital of Japan and its largest city."),
@@ -141,24 +140,7 @@ def model(tok):
 @pytest.fixture(scope="module")
 def bm25(tmp_path_factory):
     """A real BM25 index of DOCS, searched by a retriever that records its calls (results unchanged)."""
-    from searchlab.params import IndexParams
-    from searchlab.retrieval.indexing import build_index
-    from searchlab.retrieval.lucene import BM25Retriever
-
-    class CountingBM25(BM25Retriever):
-        def __init__(self, *args, **kwargs):
-            super().__init__(*args, **kwargs)
-            self.calls: list[tuple[list[str], int]] = []
-
-        def search(self, queries, k):
-            self.calls.append((list(queries), k))
-            return super().search(queries, k)
-
-    corpus = tmp_path_factory.mktemp("rollout-corpus") / "corpus.jsonl"
-    corpus.write_text("".join(json.dumps({"id": i, "contents": f'"{t}"\n{x}'}) + "\n" for i, (t, x) in DOCS.items()))
-    out = tmp_path_factory.mktemp("rollout-index")
-    build_index(IndexParams(threads=1), corpus, out)
-    with CountingBM25(out, threads=1) as retriever:
+    with counting_bm25(tmp_path_factory, DOCS) as retriever:
         yield retriever
 
 
