@@ -246,9 +246,9 @@ class RolloutParams(Section):
 class SFTParams(Section):
     """Supervised fine-tuning on the demonstrations (TRL ``SFTTrainer``; loss only on the agent's own tokens)."""
 
-    epochs: float = Field(1.0, gt=0)
+    epochs: float = Field(2.0, gt=0)
     max_steps: int = Field(-1, description="stop after this many optimizer steps (-1: run all epochs)")
-    learning_rate: float = Field(1e-3, gt=0)
+    learning_rate: float = Field(2e-3, gt=0)
     batch_size: int = Field(16, ge=1, description="sequences per device per step")
     grad_accum: int = Field(1, ge=1)
     max_length: int = Field(1024, ge=32, description="tokens per example (prompt + completion), longer are truncated")

@@ -85,6 +85,8 @@ def train_sft(params: SFTParams, model, tokenizer, demos_jsonl: Path, out_dir: P
         bf16=cuda and torch.cuda.is_bf16_supported(), use_cpu=not cuda, dataloader_num_workers=0,
         save_only_model=False,  # optimizer, scheduler and RNG states are what make a resume exact
         include_num_input_tokens_seen="non_padding",
+        # batches of similar lengths: demonstrations range from one search to four, and padding is wasted compute
+        train_sampling_strategy="group_by_length",
     )
     trainer = SFTTrainer(model=model, args=args, train_dataset=train, eval_dataset=dev, processing_class=tokenizer,
                          callbacks=callbacks)
