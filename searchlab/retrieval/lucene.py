@@ -106,12 +106,20 @@ class BM25Retriever(DocStoreRetriever, RetrieverBase):
     def _search_slice(self, queries: list[str], k: int) -> list[tuple[np.ndarray, list[float]]]:
         searcher, analyzer, build, to_json = self._searcher, self._analyzer, self._query_builder.buildQuery, self._to_json
         results = []
+        # Lucene breaks score ties by its internal doc id, which a multi-threaded index build assigns in no fixed
+        # order. Fetch until the tie group at rank k is complete, then order ties by docstore row (corpus order),
+        # so every build of one corpus ranks alike.
         for query in queries:
-            try:
-                top = orjson.loads(to_json(searcher.search(build(CONTENTS_FIELD, analyzer, query), k)))["scoreDocs"]
-            except Exception as err:  # a JavaException; say which query
-                raise RetrieverError(f"BM25 search failed for query {query[:80]!r}: {err}") from err
-            results.append((self._rows[[hit["doc"] for hit in top]], [hit["score"] for hit in top]))
+            lucene_query, fetch = build(CONTENTS_FIELD, analyzer, query), k + 8
+            while True:
+                try:
+                    top = orjson.loads(to_json(searcher.search(lucene_query, fetch)))["scoreDocs"]
+                except Exception as err:  # a JavaException; say which query
+                    raise RetrieverError(f"BM25 search failed for query {query[:80]!r}: {err}") from err
+                if len(top) < fetch or len(top) <= k or top[-1]["score"] != top[k - 1]["score"]:
+                    break
+                fetch *= 4
+            results.append(break_ties(self._rows[[hit["doc"] for hit in top]], [hit["score"] for hit in top], k))
         return results
 
     def close(self) -> None:
@@ -123,3 +131,13 @@ class BM25Retriever(DocStoreRetriever, RetrieverBase):
             self._pool.shutdown(wait=True)
         self._reader.close()
         self.docstore.close()
+
+
+def break_ties(rows: np.ndarray, scores: list[float], k: int) -> tuple[np.ndarray, list[float]]:
+    """The best ``k`` of ``(rows, scores)``: by score, equal scores in docstore row (corpus) order.
+
+    >>> break_ties(np.array([7, 2, 9, 1]), [3.0, 3.0, 2.0, 3.0], 3)
+    (array([1, 2, 7]), [3.0, 3.0, 3.0])
+    """
+    order = np.lexsort((rows, -np.asarray(scores, dtype=np.float64)))[:k]
+    return rows[order], [scores[i] for i in order]

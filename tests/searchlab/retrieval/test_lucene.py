@@ -93,3 +93,16 @@ def test_other_bm25_parameters_and_close(index_dir):
 def test_missing_index_says_how_to_build_it(tmp_path):
     with pytest.raises(IndexNotFoundError, match="searchlab run index"):
         BM25Retriever(tmp_path)
+
+
+
+def test_score_ties_are_broken_by_corpus_order():
+    """Lucene orders equal scores by internal doc id, which a multi-threaded build assigns in no fixed order;
+    the retriever re-sorts them by docstore row so every build of one corpus ranks alike."""
+    import numpy as np
+
+    from searchlab.retrieval.lucene import break_ties
+
+    rows, scores = break_ties(np.array([7, 2, 9, 1, 4]), [3.0, 3.0, 2.5, 3.0, 1.0], 4)
+    assert rows.tolist() == [1, 2, 7, 9] and scores == [3.0, 3.0, 3.0, 2.5]
+    assert break_ties(np.array([], dtype=np.int64), [], 3)[0].tolist() == []
