@@ -145,6 +145,65 @@ def search(
         console.print(f"   {text}", highlight=False)
 
 
+def _model_path(root: Path, params: Params, model: str | None) -> str:
+    """A model folder from ``--model``: a path, ``models:/name@alias`` (the MLflow registry's folder), or data/sft."""
+    if model is None:
+        folder = root / params.runtime.data_dir / "sft"
+        if not (folder / "config.json").is_file():
+            raise _fail(f"no trained model at {folder}: run `searchlab run sft` first, or pass --model")
+        return str(folder)
+    if not model.startswith("models:/"):
+        return model
+    name, _, alias = model[len("models:/"):].partition("@")
+    if not name or not alias:
+        raise _fail(f"--model {model}: expected models:/NAME@ALIAS, e.g. models:/searchlab-agent@sft", code=2)
+    from mlflow import MlflowClient
+    from mlflow.exceptions import MlflowException
+
+    from tasks.tracking import tracking_uri
+
+    try:
+        version = MlflowClient(tracking_uri(params.tracking, root)).get_model_version_by_alias(name, alias)
+    except MlflowException as err:
+        raise _fail(f"--model {model}: {err.message}") from None
+    return version.source.removeprefix("file://")
+
+
+@app.command()
+def ask(
+    question: Annotated[str, typer.Argument(help="the question")],
+    model: Annotated[Optional[str], typer.Option(
+        "--model", help="a model folder or models:/NAME@ALIAS (default: data/sft)")] = None,
+    params_file: ParamsOpt = DEFAULT_PARAMS,
+    overrides: SetOpt = None,
+) -> None:
+    """Run the search agent on one question and print its trajectory: thinking, searches with top hits, answer."""
+    from searchlab.agent.protocol import parse_trajectory
+    from searchlab.agent.rollout import rollout
+    from searchlab.model import load_model
+
+    root = find_root()
+    params = _load(root, params_file, overrides)
+    path = _model_path(root, params, model)
+    try:
+        agent, tokenizer = load_model(path, params.model.trust_remote_code, params.model.dtype)
+    except (OSError, ValueError) as err:
+        raise _fail(str(err)) from None
+    with _open_retriever(root, params) as retriever:
+        episode = rollout(agent, tokenizer, retriever, [question], params.rollout)[0]
+    styles = {"think": "dim", "search": "bold cyan", "answer": "bold green", "feedback": "yellow", "text": "dim"}
+    for segment in parse_trajectory(episode.completion).segments:
+        body = segment.content.strip()
+        if segment.kind == "information":
+            for line in body.splitlines():
+                console.print(f"    [blue]{line[:160]}[/blue]", highlight=False)
+        elif body:
+            console.print(f"[{styles.get(segment.kind, 'white')}]{segment.kind:>8}: {body}[/]", highlight=False)
+    answer = episode.answer if episode.answer is not None else "(no answer: the episode was cut off)"
+    console.print(f"\n[bold]answer:[/bold] {answer}   [dim]{len(episode.searches)} searches, {episode.turns} turns, "
+                  f"{episode.generated_tokens} tokens, model {path}[/dim]", highlight=False)
+
+
 @app.command("serve-retriever")
 def serve_retriever(
     params_file: ParamsOpt = DEFAULT_PARAMS,

@@ -39,6 +39,16 @@ def test_run_status_search_and_param_errors(prefect_server, tmp_path):
     assert len(hits) == 3
     assert title in hits[0]["contents"].split("\n")[0]
 
+    # the trained agent answers through the built index; the registry alias names the same folder
+    question = json.loads((project / "data/benchmarks/world-single.jsonl").read_text().splitlines()[0])["question"]
+    asked = run_cli(project, "ask", question, "--params", "params/smoke.yaml")
+    assert "answer:" in asked.stdout and str(project / "data/sft") in asked.stdout.replace("\n", "")
+    by_alias = run_cli(project, "ask", question, "--params", "params/smoke.yaml", "--model", "models:/searchlab-agent@sft")
+    assert by_alias.stdout.split("answer:")[1].split()[0] == asked.stdout.split("answer:")[1].split()[0]
+    unknown = run_cli(project, "ask", question, "--params", "params/smoke.yaml", "--model", "models:/nope@sft",
+                      check=False)
+    assert unknown.returncode == 1 and "nope" in unknown.stderr
+
 
 def test_kill_9_during_index_then_rerun_completes(prefect_server, tmp_path):
     project = make_project(tmp_path / "project")
