@@ -49,6 +49,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -70,15 +71,14 @@ from searchlab.agent.protocol import (  # noqa: E402
 )
 from searchlab.agent.rollout import encode_completion, encode_prompt, rollout, summarize  # noqa: E402
 from searchlab.params import RetrieverParams, RolloutParams  # noqa: E402
+from searchlab.retrieval.base import TimedRetriever  # noqa: E402
 
 
 # ---------------------------------------------------------------- model, tokenizer, questions
-def train_tokenizer(corpus: Path, vocab: int):
-    """A byte-level BPE over the corpus passages and the protocol texts, tags as special tokens."""
-    from tokenizers import Tokenizer, decoders, pre_tokenizers
-    from tokenizers.models import BPE
-    from tokenizers.trainers import BpeTrainer
-    from transformers import PreTrainedTokenizerFast
+def build_tiny(corpus: Path, args, folder: Path) -> str:
+    """The project's own from-scratch model (``bootstrap_tiny``) at the bench's sizes, trained on the corpus."""
+    from searchlab.model import bootstrap_tiny
+    from searchlab.params import TinyModelParams
 
     texts = [instruction("What is it?"), INVALID_ACTION_MESSAGE]
     if corpus.is_file():
@@ -86,27 +86,12 @@ def train_tokenizer(corpus: Path, vocab: int):
             texts += [json.loads(line)["contents"] for line, _ in zip(f, range(20000))]
     else:
         texts += [f"Doc {i} is about item {i} and its history." for i in range(2000)]
-    tok = Tokenizer(BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    special = ["<|endoftext|>", "<|pad|>", *SPECIAL_TOKENS]
-    tok.train_from_iterator(texts, BpeTrainer(vocab_size=vocab, special_tokens=special, show_progress=False,
-                                              initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
-    return PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|endoftext|>", pad_token="<|pad|>")
-
-
-def random_model(tok, args, dtype):
-    from transformers import Qwen2Config, Qwen2ForCausalLM
-
     heads = args.heads or max(1, args.hidden // 32)
-    config = Qwen2Config(vocab_size=len(tok), hidden_size=args.hidden,
-                         intermediate_size=args.intermediate or 4 * args.hidden, num_hidden_layers=args.layers,
-                         num_attention_heads=heads,
-                         num_key_value_heads=args.kv_heads or max(1, heads // 2), max_position_embeddings=8192,
-                         tie_word_embeddings=True, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id,
-                         bos_token_id=None)
-    torch.manual_seed(0)
-    return Qwen2ForCausalLM(config).to(dtype)
+    spec = TinyModelParams(vocab_size=args.vocab, hidden_size=args.hidden, layers=args.layers, heads=heads,
+                           kv_heads=args.kv_heads or max(1, heads // 2),
+                           intermediate_size=args.intermediate or 4 * args.hidden, max_positions=8192)
+    bootstrap_tiny(spec, texts, folder)
+    return str(folder)
 
 
 def load_questions(n: int) -> list[str]:
@@ -180,25 +165,6 @@ class Forced:
                                    logits_processor=LogitsProcessorList([force]), **kwargs)
 
 
-class TimedRetriever:
-    """Passes searches through, timing them."""
-
-    def __init__(self, inner):
-        self.inner, self.calls, self.queries, self.seconds = inner, 0, 0, 0.0
-
-    def search(self, queries, k):
-        began = time.perf_counter()
-        try:
-            return self.inner.search(queries, k)
-        finally:
-            self.seconds += time.perf_counter() - began
-            self.calls += 1
-            self.queries += len(queries)
-
-    def close(self):
-        self.inner.close()
-
-
 # ---------------------------------------------------------------- the two measurements
 def sync(device: torch.device) -> None:
     if device.type == "cuda":
@@ -254,16 +220,11 @@ def main() -> None:
 
     if args.threads:
         torch.set_num_threads(args.threads)
-    dtype = getattr(torch, args.dtype)
-    if args.model:
-        from transformers import AutoModelForCausalLM, AutoTokenizer
+    from searchlab.model import load_model
 
-        tok = AutoTokenizer.from_pretrained(args.model)
-        model = AutoModelForCausalLM.from_pretrained(args.model, dtype=dtype)
-    else:
-        tok = train_tokenizer(Path(args.corpus), args.vocab)
-        model = random_model(tok, args, dtype)
-    model = model.to(args.device).eval()
+    with tempfile.TemporaryDirectory(prefix="rollout-bench-") as tmp:
+        path = args.model or build_tiny(Path(args.corpus), args, Path(tmp) / "tiny")
+        model, tok = load_model(path, dtype=args.dtype, device=args.device)
     questions = load_questions(args.batch)
     if getattr(tok, "chat_template", None):
         prompts = [tok.apply_chat_template([{"role": "user", "content": instruction(q)}], tokenize=False,
@@ -283,8 +244,7 @@ def main() -> None:
         warm = Forced(model, tok, questions, 2, 8, 1.0, banned)
         rollout(warm, tok, retriever, questions, params.model_copy(update={"max_new_tokens": 8, "max_turns": 2}),
                 prompts=prompts)
-        retriever.calls = retriever.queries = 0
-        retriever.seconds = 0.0
+        retriever.reset()
 
         runs: dict[str, list] = {"plain": [], "rollout": [], "no_reuse": []}
         for _ in range(args.repeats):  # alternate, so load from elsewhere hits all alike

@@ -157,16 +157,12 @@ def _model_path(root: Path, params: Params, model: str | None) -> str:
     name, _, alias = model[len("models:/"):].partition("@")
     if not name or not alias:
         raise _fail(f"--model {model}: expected models:/NAME@ALIAS, e.g. models:/searchlab-agent@sft", code=2)
-    from mlflow import MlflowClient
-    from mlflow.exceptions import MlflowException
-
-    from tasks.tracking import tracking_uri
+    from tasks.tracking import TrackingError, registered_model_folder
 
     try:
-        version = MlflowClient(tracking_uri(params.tracking, root)).get_model_version_by_alias(name, alias)
-    except MlflowException as err:
-        raise _fail(f"--model {model}: {err.message}") from None
-    return version.source.removeprefix("file://")
+        return registered_model_folder(params.tracking, root, name, alias)
+    except TrackingError as err:
+        raise _fail(f"--model {err}") from None
 
 
 @app.command()

@@ -2,31 +2,17 @@
 
 from __future__ import annotations
 
-from searchlab.jsonl import iter_jsonl
-from searchlab.model import bootstrap_tiny, load_model
+from searchlab.model import load_model
 from searchlab.params import Params
-from searchlab.train.sft import train_sft
+from searchlab.train.sft import base_model, train_sft
 from tasks.stage import Stage, StageContext
 
 
-def _base_model(ctx: StageContext) -> str:
-    """The model SFT starts from: ``model.name_or_path``, or for ``tiny`` one built from the data (once per run;
-    it is deterministic, so a resumed run rebuilds the same one)."""
-    if ctx.params.model.name_or_path != "tiny":
-        return ctx.params.model.name_or_path
-    base = ctx.work_dir / "base"
-    if not (base / "config.json").is_file():
-        passages = (r["contents"] for _, r in iter_jsonl(ctx.inputs["corpus"] / "corpus.jsonl"))
-        demos = (d["prompt"] + d["completion"] for _, d in iter_jsonl(ctx.inputs["qa"] / "demos.jsonl"))
-        bootstrap_tiny(ctx.params.model.tiny, (text for source in (passages, demos) for text in source), base)
-    return str(base)
-
-
 def _build(ctx: StageContext) -> dict:
-    p = ctx.params
-    model, tokenizer = load_model(_base_model(ctx), p.model.trust_remote_code, p.model.dtype)
-    figures = train_sft(p.sft, model, tokenizer, ctx.inputs["qa"] / "demos.jsonl", ctx.out_dir,
-                        ctx.work_dir / "checkpoints")
+    p, demos = ctx.params, ctx.inputs["qa"] / "demos.jsonl"
+    start = base_model(p.model, ctx.inputs["corpus"] / "corpus.jsonl", demos, ctx.work_dir / "base")
+    model, tokenizer = load_model(start, p.model.trust_remote_code, p.model.dtype)
+    figures = train_sft(p.sft, model, tokenizer, demos, ctx.out_dir, ctx.work_dir / "checkpoints")
     return {**figures, "parameters": sum(t.numel() for t in model.parameters())}
 
 

@@ -35,6 +35,21 @@ def tracking_uri(params: TrackingParams, root: Path) -> str:
 _started: dict[tuple[str, str, str], subprocess.Popen] = {}
 
 
+def registered_model_folder(params: TrackingParams, root: Path, name: str, alias: str) -> str:
+    """The folder that alias ``alias`` of registered model ``name`` points at (versions reference folders)."""
+    from urllib.parse import unquote, urlparse
+
+    from mlflow import MlflowClient
+    from mlflow.exceptions import MlflowException
+
+    try:
+        version = MlflowClient(tracking_uri(params, root)).get_model_version_by_alias(name, alias)
+    except MlflowException as err:
+        raise TrackingError(f"models:/{name}@{alias}: {err.message}") from None
+    source = urlparse(version.source)
+    return unquote(source.path) if source.scheme == "file" else version.source
+
+
 def prestart(params: TrackingParams, root: Path) -> None:
     """Start the MLflow worker now, so it is ready by the time the first stage logs."""
     _worker(tracking_uri(params, root), params.experiment, root)

@@ -12,6 +12,7 @@ hits best first.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -46,6 +47,29 @@ class DocumentSearch(Protocol):
         """Like :meth:`Retriever.search`, but each hit is ``(document, score)`` where ``document`` is
         the UTF-8 JSON object ``{"id": ..., "contents": ...}`` (Search-R1's ``document``)."""
         ...
+
+
+class TimedRetriever:
+    """Wraps a retriever, counting ``calls``, ``queries`` and the ``seconds`` spent searching (results unchanged)."""
+
+    def __init__(self, inner: Retriever):
+        self.inner = inner
+        self.reset()
+
+    def reset(self) -> None:
+        self.calls, self.queries, self.seconds = 0, 0, 0.0
+
+    def search(self, queries: list[str], k: int) -> list[list[Hit]]:
+        started = time.perf_counter()
+        try:
+            return self.inner.search(queries, k)
+        finally:
+            self.seconds += time.perf_counter() - started
+            self.calls += 1
+            self.queries += len(queries)
+
+    def close(self) -> None:
+        self.inner.close()
 
 
 class RetrieverBase:

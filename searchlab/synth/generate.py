@@ -16,7 +16,6 @@ so the stage can count rejections by reason.
 
 from __future__ import annotations
 
-import bisect
 import random
 from collections import Counter
 from collections.abc import Callable
@@ -25,6 +24,9 @@ from dataclasses import asdict, dataclass, field
 from searchlab.scoring import normalize_answer
 from searchlab.synth.kb import KB, Entity, Fact
 from searchlab.synth.lexicon import STYLE, Phrasing, article, fix_articles, phrasing, type_noun
+
+
+BUCKETS = ("easy", "medium", "hard")  # difficulty buckets, easiest first (curriculum RL's order)
 
 
 @dataclass
@@ -333,12 +335,7 @@ class _Cue:
 
     def members(self) -> list[str]:
         """Every entity (of any type) the cue alone matches; used only for the seed, the most selective cue."""
-        kb, p = self.kb, self.fact.predicate
-        if self.op == "range":
-            return kb.in_range(p, self.low, self.high)
-        if self.op == "via":
-            return [e for hub in self.hubs for e in kb.matching(p, hub)]
-        return kb.matching(p, self.fact.value)
+        return list(self._stream())
 
     def holds(self, e: Entity) -> bool:
         for f in e.facts.get(self.fact.predicate, ()):
@@ -368,9 +365,7 @@ class _Cue:
     def _stream(self):
         kb, p = self.kb, self.fact.predicate
         if self.op == "range":
-            values = kb.numeric_values.get(p, [])
-            start = 0 if self.low is None else bisect.bisect_left(values, self.low)
-            stop = len(values) if self.high is None else bisect.bisect_left(values, self.high)
+            start, stop = kb.range_bounds(p, self.low, self.high)
             for i in range(start, stop):
                 yield kb.numeric[p][i][1]
         elif self.op == "via":

@@ -127,16 +127,15 @@ class KB:
 
     def in_range(self, predicate: str, low: float | None, high: float | None) -> list[str]:
         """Entities whose numeric ``predicate`` lies in ``[low, high)`` (None: unbounded); a binary search."""
-        values = self.numeric_values.get(predicate, [])
-        start = 0 if low is None else bisect.bisect_left(values, low)
-        stop = len(values) if high is None else bisect.bisect_left(values, high)
-        return [eid for _, eid in self.numeric[predicate][start:stop]]
+        start, stop = self.range_bounds(predicate, low, high)
+        return [eid for _, eid in self.numeric[predicate][start:stop]] if stop > start else []
 
-    def count_in_range(self, predicate: str, low: float | None, high: float | None) -> int:
+    def range_bounds(self, predicate: str, low: float | None, high: float | None) -> tuple[int, int]:
+        """``(start, stop)`` positions in ``numeric[predicate]`` of the values in ``[low, high)``."""
         values = self.numeric_values.get(predicate, [])
         start = 0 if low is None else bisect.bisect_left(values, low)
         stop = len(values) if high is None else bisect.bisect_left(values, high)
-        return stop - start
+        return start, stop
 
     def value_text(self, fact: Fact) -> str:
         """How an answer or cue names the fact's value: the related entity's name, or the passage's text."""

@@ -25,7 +25,6 @@ import os
 import random
 import time
 from collections import Counter
-from dataclasses import asdict
 from pathlib import Path
 
 from searchlab.agent.protocol import instruction
@@ -33,15 +32,15 @@ from searchlab.jsonl import write_jsonl
 from searchlab.params import QUESTION_TYPES, QAParams, RetrieverParams
 from searchlab.progress import track
 from searchlab.retrieval import open_retriever
+from searchlab.retrieval.base import TimedRetriever
 from searchlab.scoring import normalize_answer
 from searchlab.synth.demos import DemoWriter
-from searchlab.synth.generate import Builder, Constraint, Question
+from searchlab.synth.generate import BUCKETS, Builder, Question
 from searchlab.synth.kb import KB, passage_states
 from searchlab.synth.report import write_datasheet
 from searchlab.synth.solvers import Roster
 
 log = logging.getLogger("searchlab")
-BUCKETS = ("easy", "medium", "hard")
 
 
 def synthesize(params: QAParams, retriever: RetrieverParams, corpus_dir: Path, index_dir: Path,
@@ -56,7 +55,7 @@ def synthesize(params: QAParams, retriever: RetrieverParams, corpus_dir: Path, i
     if done:
         log.info("qa: resuming, %d of %d shards already done", done, len(shards))
     with open_retriever(retriever, index_dir) as opened:
-        search = _TimedRetriever(opened)
+        search = TimedRetriever(opened)
         roster = Roster(params.solvers, kb)
         nli = _nli(params)
         try:
@@ -258,21 +257,6 @@ def _top3_rates(records: list[dict]) -> dict[str, float]:
 
 
 # ---------------------------------------------------------------------- helpers
-class _TimedRetriever:
-    """Counts the queries sent and the seconds spent in the retriever (reported with the stage's counts)."""
-
-    def __init__(self, retriever):
-        self.retriever, self.seconds, self.queries = retriever, 0.0, 0
-
-    def search(self, queries: list[str], k: int):
-        started = time.perf_counter()
-        try:
-            return self.retriever.search(queries, k)
-        finally:
-            self.seconds += time.perf_counter() - started
-            self.queries += len(queries)
-
-
 def _shard_name(index: int) -> str:
     return f"shard-{index:05d}.json"
 
@@ -292,5 +276,3 @@ def _nli(params: QAParams):
     from searchlab.synth.models import NLIChecker  # torch/transformers only when a profile asks for them
     return NLIChecker(params.nli_model)
 
-
-__all__ = ["BUCKETS", "Constraint", "Question", "asdict", "difficulty_bucket", "is_heldout", "synthesize"]

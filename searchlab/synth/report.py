@@ -6,9 +6,8 @@ import random
 from pathlib import Path
 
 from searchlab.params import QUESTION_TYPES
+from searchlab.synth.generate import BUCKETS
 from searchlab.synth.kb import KB
-
-_BUCKETS = ("easy", "medium", "hard")
 
 
 def write_datasheet(path: Path, stats: dict, records: list[dict], kb: KB, examples: int) -> None:
@@ -19,12 +18,12 @@ def write_datasheet(path: Path, stats: dict, records: list[dict], kb: KB, exampl
              f"{stats['heldout']} held out for benchmarks; {stats['demos']} demonstrations.", "",
              f"Held-out answers that also answer a training question: **{stats['heldout_answer_overlap']}**.", "",
              "## Kept questions by type and difficulty", "",
-             "| type | " + " | ".join(_BUCKETS) + " | total | held out | answer passage in BM25 top 3 |",
-             "|---|" + "---|" * (len(_BUCKETS) + 3)]
+             "| type | " + " | ".join(BUCKETS) + " | total | held out | answer passage in BM25 top 3 |",
+             "|---|" + "---|" * (len(BUCKETS) + 3)]
     for t in QUESTION_TYPES:
         row = stats["by_type_bucket"].get(t, {})
         top3 = stats["answer_in_top3"].get(t)
-        lines.append(f"| {t} | " + " | ".join(str(row.get(b, 0)) for b in _BUCKETS)
+        lines.append(f"| {t} | " + " | ".join(str(row.get(b, 0)) for b in BUCKETS)
                      + f" | {stats['by_type'].get(t, 0)} | {stats['heldout_by_type'].get(t, 0)} | "
                      + ("–" if top3 is None else f"{top3:.1%}") + " |")
     lines += ["", "## Rejections by reason", "", "| reason | count |", "|---|---|"]

@@ -18,10 +18,23 @@ from pathlib import Path
 
 from searchlab.agent.protocol import environment_spans
 from searchlab.agent.rollout import encode_completion, encode_prompt
-from searchlab.jsonl import read_jsonl
-from searchlab.params import SFTParams
+from searchlab.jsonl import iter_jsonl, read_jsonl
+from searchlab.model import bootstrap_tiny
+from searchlab.params import ModelParams, SFTParams
 
 IGNORE = -100  # the label PyTorch's cross-entropy skips
+
+
+def base_model(params: ModelParams, corpus_jsonl: Path, demos_jsonl: Path, folder: Path) -> str:
+    """The model SFT starts from: ``model.name_or_path``, or for ``tiny`` one built into ``folder`` from the corpus
+    passages and the demonstrations (built once; it is deterministic, so a resumed run finds the same one)."""
+    if params.name_or_path != "tiny":
+        return params.name_or_path
+    if not (folder / "config.json").is_file():
+        passages = (r["contents"] for _, r in iter_jsonl(corpus_jsonl))
+        demos = (d["prompt"] + d["completion"] for _, d in iter_jsonl(demos_jsonl))
+        bootstrap_tiny(params.tiny, (text for source in (passages, demos) for text in source), folder)
+    return str(folder)
 
 
 def encode_demo(tokenizer, prompt: str, completion: str, max_length: int) -> dict[str, list[int]]:

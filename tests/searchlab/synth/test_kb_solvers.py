@@ -38,7 +38,7 @@ def test_kb_keeps_only_facts_their_passage_states_and_indexes_values(tmp_path):
     kb = KB.load(tmp_path)
     assert set(kb["a"].facts) == {"birth_year", "born_in"}
     assert sorted(kb.matching("born_in", "c")) == ["a", "b"]
-    assert kb.in_range("birth_year", 1900, 1905) == ["a"] and kb.count_in_range("birth_year", 1900, None) == 2
+    assert kb.in_range("birth_year", 1900, 1905) == ["a"] and kb.range_bounds("birth_year", 1900, None) == (0, 2)
     assert kb.label(kb["a"].one("birth_year")) == "temporal" and kb.label(kb["a"].one("born_in")) == "spatial"
     assert kb.passage_subject["b-0"] == "b" and kb.unique_name("a")
 
