@@ -176,14 +176,14 @@ def ask(
     """Run the search agent on one question and print its trajectory: thinking, searches with top hits, answer."""
     from searchlab.agent.protocol import parse_trajectory
     from searchlab.agent.rollout import rollout
-    from searchlab.model import load_model
+    from searchlab.model import load_agent
 
     root = find_root()
     params = _load(root, params_file, overrides)
     path = _model_path(root, params, model)
     try:
-        agent, tokenizer = load_model(path, params.model.trust_remote_code, params.model.dtype)
-    except (OSError, ValueError) as err:
+        agent, tokenizer = load_agent(path, params.model, params.rollout)
+    except (OSError, ValueError, RuntimeError) as err:
         raise _fail(str(err)) from None
     with _open_retriever(root, params) as retriever:
         episode = rollout(agent, tokenizer, retriever, [question], params.rollout)[0]

@@ -207,6 +207,17 @@ class BenchmarksParams(Section):
 
 
 # ---------------------------------------------------------------- model, rollouts, sft
+class TinyPretrainParams(Section):
+    """Pretraining of the tiny model before SFT: corpus passages and copy drills (a real checkpoint had its own)."""
+
+    epochs: float = Field(1.0, ge=0, description="passes over the passages and drills (0: no pretraining)")
+    copy_drills: int = Field(10000, ge=0, description="lists of titles to repeat: they teach the model to copy")
+    learning_rate: float = Field(3e-3, gt=0)
+    batch_size: int = Field(32, ge=1, description="examples per device per step")
+    max_length: int = Field(256, ge=16, description="tokens per example; longer passages keep their start")
+    save_steps: int = Field(100, ge=1, description="checkpoint every this many steps (the unit of resume)")
+
+
 class TinyModelParams(Section):
     """Sizes of the from-scratch model the embedded demo trains (``model.name_or_path: tiny``)."""
 
@@ -218,6 +229,7 @@ class TinyModelParams(Section):
     intermediate_size: int = Field(512, ge=8)
     max_positions: int = Field(2048, ge=64)
     seed: int = 0
+    pretrain: TinyPretrainParams = TinyPretrainParams()
 
 
 class ModelParams(Section):
@@ -241,15 +253,18 @@ class RolloutParams(Section):
     max_information_tokens: int | None = Field(384, ge=16, description="token budget of one <information> block")
     batch_size: int = Field(32, ge=1, description="questions generated together")
     seed: int = 0
+    engine: Literal["hf", "vllm"] = Field("hf", description="hf: Hugging Face generate (CPU or GPU); vllm: a vLLM "
+                                                            "engine (GPU machines with vllm installed)")
+    vllm_gpu_memory_utilization: float = Field(0.85, gt=0, le=1, description="share of GPU memory vLLM may take")
 
 
 class SFTParams(Section):
     """Supervised fine-tuning on the demonstrations (TRL ``SFTTrainer``; loss only on the agent's own tokens)."""
 
-    epochs: float = Field(2.0, gt=0)
+    epochs: float = Field(3.0, gt=0)
     max_steps: int = Field(-1, description="stop after this many optimizer steps (-1: run all epochs)")
-    learning_rate: float = Field(2e-3, gt=0)
-    batch_size: int = Field(16, ge=1, description="sequences per device per step")
+    learning_rate: float = Field(3e-3, gt=0)
+    batch_size: int = Field(8, ge=1, description="sequences per device per step")
     grad_accum: int = Field(1, ge=1)
     max_length: int = Field(1024, ge=32, description="tokens per example (prompt + completion), longer are truncated")
     warmup_ratio: float = Field(0.05, ge=0, lt=1)
@@ -258,6 +273,13 @@ class SFTParams(Section):
     logging_steps: int = Field(5, ge=1)
     eval_steps: int = Field(50, ge=1, description="eval loss on the dev demonstrations every this many steps")
     seed: int = 0
+    samples: int = Field(100, ge=0, description="held-out questions the trained agent answers after training, for its "
+                                                 "protocol rates and sample trajectories")
+    num_processes: int | None = Field(None, ge=1, description="training processes (one per GPU); null: the "
+                                                                "accelerate config's count, else one per visible GPU "
+                                                                "(one on a CPU)")
+    accelerate_config: str | None = Field(None, description="an accelerate config file (DeepSpeed, FSDP, multi-GPU), "
+                                                             "relative to the repository root")
     registry_name: str = Field("searchlab-agent", description="MLflow registered model the trained folder becomes a "
                                                                "version of")
     registry_alias: str = Field("sft", description="alias pointed at the newest version")

@@ -1,19 +1,59 @@
-"""The sft stage: the agent model fine-tuned on the demonstrations (Hugging Face folder), as ``data/sft/``."""
+"""The sft stage: the agent model fine-tuned on the demonstrations (Hugging Face folder), as ``data/sft/``.
+
+Training runs under ``accelerate launch`` (:func:`searchlab.train.sft.run_sft`);
+then the trained agent is rolled out on held-out questions, and its protocol
+rates and trajectories (``samples.md``, ``samples.jsonl``) go with the run.
+"""
 
 from __future__ import annotations
 
-from searchlab.model import load_model
+import logging
+
+from searchlab.agent.rollout import rollout
+from searchlab.agent.samples import (
+    protocol_rates,
+    render_markdown,
+    spread_sample,
+    trajectory_record,
+)
+from searchlab.jsonl import read_jsonl, write_jsonl
+from searchlab.model import load_agent
 from searchlab.params import Params
-from searchlab.train.sft import base_model, train_sft
+from searchlab.retrieval import open_retriever
+from searchlab.train.sft import base_model, run_sft
 from tasks.stage import Stage, StageContext
+
+log = logging.getLogger("searchlab.sft")
 
 
 def _build(ctx: StageContext) -> dict:
-    p, demos = ctx.params, ctx.inputs["qa"] / "demos.jsonl"
-    start = base_model(p.model, ctx.inputs["corpus"] / "corpus.jsonl", demos, ctx.work_dir / "base")
-    model, tokenizer = load_model(start, p.model.trust_remote_code, p.model.dtype)
-    figures = train_sft(p.sft, model, tokenizer, demos, ctx.out_dir, ctx.work_dir / "checkpoints")
-    return {**figures, "parameters": sum(t.numel() for t in model.parameters())}
+    p, demos, corpus = ctx.params, ctx.inputs["qa"] / "demos.jsonl", ctx.inputs["corpus"] / "corpus.jsonl"
+    start = base_model(p.model, corpus, demos, ctx.work_dir / "base")
+    config = str(ctx.root / p.sft.accelerate_config) if p.sft.accelerate_config else None
+    pretrain = p.model.name_or_path == "tiny" and p.model.tiny.pretrain.epochs > 0
+    figures = run_sft(p.model, p.sft, start, demos, ctx.out_dir, ctx.work_dir, config, corpus if pretrain else None)
+    return {**figures, **_sample_trajectories(ctx)}
+
+
+def _sample_trajectories(ctx: StageContext) -> dict:
+    """Roll the trained agent out on ``sft.samples`` held-out questions; protocol rates as ``protocol.*`` counts."""
+    p = ctx.params
+    questions = spread_sample(read_jsonl(ctx.inputs["qa"] / "heldout.jsonl"), p.sft.samples, p.sft.seed)
+    if not questions:
+        return {}
+    model, tokenizer = load_agent(str(ctx.out_dir), p.model, p.rollout)
+    with open_retriever(p.retriever, ctx.inputs["index"]) as retriever:
+        episodes = rollout(model, tokenizer, retriever, [q["question"] for q in questions], p.rollout)
+    records = [trajectory_record(e, q) for e, q in zip(episodes, questions)]
+    write_jsonl(ctx.out_dir / "samples.jsonl", records)
+    title = f"The SFT agent on {len(records)} held-out questions"
+    (ctx.out_dir / "samples.md").write_text(render_markdown(records, title))
+    rates = protocol_rates(episodes, questions)
+    log.info("sft: on %d held-out questions the agent searched in %.0f%%, well-formed %.0f%%, found the evidence "
+             "%.0f%%, answered %.0f%% (exact match %.0f%%)", len(records), 100 * rates["searched"],
+             100 * rates["well_formed"], 100 * rates["found_evidence"], 100 * rates["answered"],
+             100 * rates["exact_match"])
+    return {f"protocol.{name}": value for name, value in rates.items()}
 
 
 def _registry(params: Params) -> tuple[str, str]:
@@ -23,10 +63,12 @@ def _registry(params: Params) -> tuple[str, str]:
 STAGE = Stage(
     name="sft",
     description="Fine-tune the agent model on the demonstrations with TRL (loss on the agent's own tokens only)",
-    upstream=("corpus", "qa"),
-    reads=("model", "sft"),
-    code=("searchlab.train", "searchlab.model", "searchlab.agent", "tasks.sft"),
+    upstream=("corpus", "index", "qa"),
+    reads=("model", "sft", "rollout", "retriever"),
+    code=("searchlab.train", "searchlab.model", "searchlab.agent", "searchlab.scoring",
+          "searchlab.retrieval", "searchlab.jsonl", "tasks.sft"),
     build=_build,
+    reports=("samples.md", "samples.jsonl"),
     curves="train_log.jsonl",
     registers=_registry,
 )

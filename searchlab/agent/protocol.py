@@ -327,9 +327,14 @@ def render_demonstration(
 ) -> str:
     """A whole completion (everything after the prompt) for supervised training.
 
-    Each step renders as ``<think>…</think>\\n<search>q</search>`` followed by
+    Each step renders as ``<think>…</think>\\n<search> q </search>`` followed by
     :func:`information_block` of its hits, and the end as
-    ``<think>…</think>\\n<answer>a</answer>``. The information blocks are made by
+    ``<think>…</think>\\n<answer> a </answer>``: spaces inside the tags, as in the
+    instruction's own example. That is not cosmetic: a byte-level BPE encodes a
+    word differently with and without its leading space (``" Kelmora"`` is one
+    token, ``"Kelmora"`` after a tag often several), and the space makes a name
+    in a query or an answer the very tokens it is in the question and the
+    passages, so the model learns to *copy* it. The information blocks are made by
     the same function as in live rollouts (give the same ``max_tokens`` /
     ``count_tokens``), so demonstrations look exactly like what the environment
     would produce. Texts are stripped; a tag inside them or an empty query or
@@ -341,13 +346,13 @@ def render_demonstration(
         query = _check_demo_text(f"step {n}'s query", demo.query)
         if not query:
             raise ValueError(f"step {n}'s query is empty")
-        parts.append(f"{THINK_OPEN}{think}{THINK_CLOSE}\n{SEARCH_OPEN}{query}{SEARCH_CLOSE}")
+        parts.append(f"{THINK_OPEN}{think}{THINK_CLOSE}\n{SEARCH_OPEN} {query} {SEARCH_CLOSE}")
         parts.append(information_block(demo.hits, max_tokens, count_tokens))
     final_think = _check_demo_text("final think", final_think)
     answer = _check_demo_text("answer", answer)
     if not answer:
         raise ValueError("the answer is empty")
-    parts.append(f"{THINK_OPEN}{final_think}{THINK_CLOSE}\n{ANSWER_OPEN}{answer}{ANSWER_CLOSE}")
+    parts.append(f"{THINK_OPEN}{final_think}{THINK_CLOSE}\n{ANSWER_OPEN} {answer} {ANSWER_CLOSE}")
     return "".join(parts)
 
 

@@ -8,6 +8,8 @@ environment appends (an information block, the invalid-action feedback, or
 nothing: the episode is over). Sequences that answered leave the batch; the
 others generate their next turn together, continuing from the KV cache of the
 previous turn (only the new tokens are read; see :class:`_Batch`).
+``model`` may also be a vLLM engine (:func:`searchlab.model.load_vllm`, for GPU
+machines): the same loop then runs on :class:`_VLLMBatch`.
 
 Token bookkeeping, which RL and SFT rely on:
 
@@ -69,6 +71,8 @@ class Rollout:
     (``None`` when the episode was cut off at ``max_turns``). ``searches`` are the
     queries of the model's search actions, in order; a search in the last allowed
     turn is listed but not run (nothing would read its results).
+    ``retrieved[j]`` are the ids of the passages the ``j``-th search that ran
+    returned (what its information block shows, before any token-budget cut).
     ``invalid_actions`` counts turns that neither searched nor answered.
     ``generated_tokens`` counts model tokens only. ``seconds`` is the time from
     the start of the question's batch until it left the batch.
@@ -82,6 +86,7 @@ class Rollout:
     env_mask: list[int] = field(default_factory=list)
     answer: str | None = None
     searches: list[str] = field(default_factory=list)
+    retrieved: list[list[str]] = field(default_factory=list)
     turns: int = 0
     generated_tokens: int = 0
     invalid_actions: int = 0
@@ -181,11 +186,13 @@ class _Batch:
     starts from the compacted tokens, like a fresh ``generate`` call.
     """
 
-    def __init__(self, contexts: list[list[int]], pad_id: int, device, reuse_cache: bool) -> None:
+    def __init__(self, model, criterion, generate_kwargs: dict, contexts: list[list[int]], pad_id: int,
+                 reuse_cache: bool) -> None:
         import torch
 
-        self.pad_id, self.device, self.reuse_cache = pad_id, device, reuse_cache
-        self.ids = torch.empty((len(contexts), 0), dtype=torch.long, device=device)
+        self.model, self.criterion, self.generate_kwargs = model, criterion, generate_kwargs
+        self.pad_id, self.device, self.reuse_cache = pad_id, model.device, reuse_cache
+        self.ids = torch.empty((len(contexts), 0), dtype=torch.long, device=self.device)
         self.mask = torch.empty_like(self.ids)
         self.cache = None
         self.turn_start = 0  # column of the last turn's first generated token
@@ -210,17 +217,18 @@ class _Batch:
         self.ids = torch.cat([ids[:, :cached], segment], dim=1)
         self.mask = torch.cat([mask[:, :cached], segment_mask], dim=1)
 
-    def generate(self, model, criterion, generate_kwargs: dict) -> list[list[int]]:
+    def generate(self) -> list[list[int]]:
         """One turn for every row: its new ids, up to and including the token that stopped it."""
         import torch
         from transformers import StoppingCriteriaList
 
+        model, criterion = self.model, self.criterion
         self.turn_start = width = self.ids.shape[1]
         criterion.stopped_at = None
         with torch.inference_mode():
             out = model.generate(input_ids=self.ids, attention_mask=self.mask, past_key_values=self.cache,
                                  use_cache=True, return_dict_in_generate=True,
-                                 stopping_criteria=StoppingCriteriaList([criterion]), **generate_kwargs)
+                                 stopping_criteria=StoppingCriteriaList([criterion]), **self.generate_kwargs)
         self.ids = out.sequences
         self.mask = torch.cat([self.mask, torch.zeros_like(self.ids[:, width:])], dim=1)  # see keep()
         cache = getattr(out, "past_key_values", None)
@@ -238,6 +246,54 @@ class _Batch:
         column = torch.arange(self.ids.shape[1], device=self.device)[None, :] - self.turn_start
         kept = (column >= 0) & (column < torch.tensor(counts, device=self.device)[:, None])
         self.mask = torch.where(kept, 1, self.mask)
+
+
+def is_vllm(model: Any) -> bool:
+    """Whether ``model`` is a vLLM engine (``vllm.LLM``) rather than a Hugging Face model."""
+    return type(model).__module__.split(".")[0] == "vllm"
+
+
+class _VLLMBatch:
+    """:class:`_Batch`'s interface for a vLLM engine: each turn submits every row's whole context as token ids.
+
+    vLLM's prefix cache (see :func:`searchlab.model.load_vllm`) keeps the
+    re-read contexts cheap. Stops are vLLM's: the tags as stop strings (kept in
+    the output) and the EOS ids; :func:`_cut_turn` then cuts exactly as for
+    Hugging Face. Sampling is seeded per episode and turn, so an episode's
+    tokens do not depend on which others share its batch.
+    """
+
+    def __init__(self, engine, contexts: list[list[int]], params: RolloutParams, eos_ids: list[int],
+                 first_seed: int) -> None:
+        self.engine, self.params, self.eos_ids = engine, params, eos_ids
+        self.contexts = [list(c) for c in contexts]
+        self.episodes = list(range(first_seed, first_seed + len(contexts)))  # each row's seed base
+        self.turn, self.last = 0, []
+
+    def _sampling(self, episode: int):
+        from vllm import SamplingParams
+
+        p = self.params
+        return SamplingParams(
+            temperature=p.temperature, top_p=p.top_p if p.temperature > 0 else 1.0, max_tokens=p.max_new_tokens,
+            stop=list(STOP_STRINGS), include_stop_str_in_output=True, stop_token_ids=self.eos_ids,
+            skip_special_tokens=False, spaces_between_special_tokens=False,
+            seed=episode * 1009 + self.turn if p.temperature > 0 else None)
+
+    def generate(self) -> list[list[int]]:
+        requests = [{"prompt_token_ids": c} for c in self.contexts]
+        outputs = self.engine.generate(requests, [self._sampling(e) for e in self.episodes], use_tqdm=False)
+        self.turn += 1
+        self.last = [list(o.outputs[0].token_ids) for o in outputs]
+        return self.last
+
+    def keep(self, counts: list[int]) -> None:
+        for context, ids, n in zip(self.contexts, self.last, counts):
+            context.extend(ids[:n])
+
+    def extend(self, rows: list[int], new: list[list[int]]) -> None:
+        self.contexts = [self.contexts[r] + list(extra) for r, extra in zip(rows, new)]
+        self.episodes = [self.episodes[r] for r in rows]
 
 
 def _reusable(cache: Any, width: int) -> bool:
@@ -291,7 +347,9 @@ def rollout(
     tokenizer. Temperature 0 decodes greedily; otherwise sampling with
     ``temperature``/``top_p`` (no top-k, no repetition penalty, whatever the
     model's generation config says), seeded with ``params.seed`` without
-    touching the caller's random state. Inputs go to ``model.device``.
+    touching the caller's random state. Inputs go to ``model.device``. A vLLM
+    engine as ``model`` generates instead (see :class:`_VLLMBatch`; sampling
+    seeded per episode from ``params.seed``).
 
     With ``reuse_cache`` (the default) each turn continues from the previous
     turn's KV cache and reads only the new tokens (see :class:`_Batch`);
@@ -321,24 +379,30 @@ def rollout(
         prompt = prompts[i] if prompts is not None else instruction(question)
         results.append(Rollout(question, prompt, prompt_ids=encode_prompt(tokenizer, prompt)))
 
+    if is_vllm(model):
+        for start in range(0, len(results), params.batch_size):
+            chunk = results[start:start + params.batch_size]
+            batch = _VLLMBatch(model, [r.prompt_ids for r in chunk], params, eos_ids, first_seed=params.seed + start)
+            _run_chunk(batch, tokenizer, retriever, chunk, params, eos_ids, count_tokens)
+        return results
     device = torch.device(model.device)
     cuda = [device.index or 0] if device.type == "cuda" else []
     with torch.random.fork_rng(devices=cuda):
         torch.manual_seed(params.seed)
         for start in range(0, len(results), params.batch_size):
-            _run_chunk(model, tokenizer, retriever, results[start:start + params.batch_size], params,
-                       criterion, generate_kwargs, pad_id, eos_ids, count_tokens, reuse_cache)
+            chunk = results[start:start + params.batch_size]
+            batch = _Batch(model, criterion, generate_kwargs, [r.prompt_ids for r in chunk], pad_id, reuse_cache)
+            _run_chunk(batch, tokenizer, retriever, chunk, params, eos_ids, count_tokens)
     return results
 
 
-def _run_chunk(model, tokenizer, retriever, chunk: list[Rollout], params: RolloutParams, criterion,
-               generate_kwargs: dict, pad_id: int, eos_ids: list[int], count_tokens, reuse_cache: bool) -> None:
-    """Play one chunk's episodes turn by turn, filling in their :class:`Rollout` s."""
+def _run_chunk(batch, tokenizer, retriever, chunk: list[Rollout], params: RolloutParams, eos_ids: list[int],
+               count_tokens) -> None:
+    """Play one chunk's episodes turn by turn on ``batch`` (a :class:`_Batch` or :class:`_VLLMBatch`)."""
     began = time.perf_counter()
     active = list(chunk)
-    batch = _Batch([r.prompt_ids for r in active], pad_id, model.device, reuse_cache)
     for turn in range(params.max_turns):
-        generated = batch.generate(model, criterion, generate_kwargs)
+        generated = batch.generate()
         actions, kept = [], []
         for r, ids in zip(active, generated):
             ids, text, action = _cut_turn(tokenizer, ids, eos_ids)
@@ -356,12 +420,15 @@ def _run_chunk(model, tokenizer, retriever, chunk: list[Rollout], params: Rollou
         batch.keep(kept)
         last = turn == params.max_turns - 1
         # the last turn's searches are not run: the episode is cut off and nothing would read them
+        recorder = _RecordingRetriever(retriever)
         appended = [None] * len(active) if last else step(
-            retriever, actions, params.topk, params.max_information_tokens, count_tokens)
+            recorder, actions, params.topk, params.max_information_tokens, count_tokens)
         rows, new = [], []
         for i, (r, action, text) in enumerate(zip(active, actions, appended)):
             if action.kind == "answer":
                 r.answer, r.finished = action.content, True
+            elif action.kind == "search" and not last:
+                r.retrieved.append(recorder.ids[action.content])
             if text is None:  # answered, or cut off in the last turn: the episode leaves the batch
                 r.seconds = time.perf_counter() - began
                 continue
@@ -375,6 +442,19 @@ def _run_chunk(model, tokenizer, retriever, chunk: list[Rollout], params: Rollou
             break
         active = [active[i] for i in rows]
         batch.extend(rows, new)
+
+
+class _RecordingRetriever:
+    """``retriever`` that remembers which passage ids each query returned (a query always returns the same)."""
+
+    def __init__(self, retriever: Retriever) -> None:
+        self.retriever, self.ids = retriever, {}
+
+    def search(self, queries: list[str], k: int):
+        results = self.retriever.search(queries, k)
+        for query, hits in zip(queries, results):
+            self.ids[query] = [hit.id for hit in hits]
+        return results
 
 
 def summarize(rollouts: Sequence[Rollout]) -> dict[str, float]:

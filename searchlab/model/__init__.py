@@ -19,8 +19,10 @@ from searchlab.model.bootstrap import EOS_TOKEN, PAD_TOKEN, bootstrap_tiny
 from searchlab.model.loading import (
     ModelNotFoundError,
     check_protocol_tokens,
+    load_agent,
     load_model,
     load_tokenizer,
+    load_vllm,
     pick_dtype,
 )
 
@@ -30,7 +32,9 @@ __all__ = [
     "ModelNotFoundError",
     "bootstrap_tiny",
     "check_protocol_tokens",
+    "load_agent",
     "load_model",
     "load_tokenizer",
+    "load_vllm",
     "pick_dtype",
 ]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 # No model hub is reachable from the machines this runs on: fail fast on a missing
 # model instead of retrying downloads for ~20 s. Set before huggingface_hub is
@@ -19,6 +19,9 @@ from typing import Any
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from searchlab.agent.protocol import SPECIAL_TOKENS  # noqa: E402
+
+if TYPE_CHECKING:
+    from searchlab.params import ModelParams, RolloutParams
 
 _DTYPES = ("float32", "bfloat16", "float16")
 # What a hub id looks like ("gpt2", "Qwen/Qwen2.5-3B"); anything else is meant as a path.
@@ -155,3 +158,33 @@ def check_protocol_tokens(tokenizer) -> list[str]:
         if len(ids) != 1 or ids[0] not in tokenizer.encode(f"x{tag}x", add_special_tokens=False):
             failing.append(tag)
     return failing
+
+
+def load_agent(path: str, model: ModelParams, rollout: RolloutParams):
+    """``(engine, tokenizer)`` for rollouts of the model at ``path``, as ``rollout.engine`` says.
+
+    ``hf``: :func:`load_model` (CPU or GPU). ``vllm``: a vLLM engine
+    (:func:`load_vllm`), which :func:`searchlab.agent.rollout.rollout` drives
+    with the same protocol and token bookkeeping.
+    """
+    if rollout.engine == "vllm":
+        return load_vllm(path, model.trust_remote_code, model.dtype, rollout.vllm_gpu_memory_utilization)
+    return load_model(path, model.trust_remote_code, model.dtype)
+
+
+def load_vllm(path: str, trust_remote_code: bool = False, dtype: str = "auto", gpu_memory_utilization: float = 0.85):
+    """``(vllm.LLM, tokenizer)`` for ``path``, with prefix caching (each turn re-submits the episode's context).
+
+    Raises :class:`RuntimeError` saying how to install vLLM when it is missing.
+    """
+    try:
+        from vllm import LLM
+    except ImportError as err:
+        raise RuntimeError(f"rollout.engine is 'vllm' but vLLM cannot be imported ({err}); install it on a GPU "
+                           "machine (pip install vllm) or set rollout.engine: hf") from err
+    tokenizer = load_tokenizer(path, trust_remote_code=trust_remote_code)
+    source, _ = _source(path)
+    engine = LLM(model=source, tokenizer=source, trust_remote_code=trust_remote_code,
+                 dtype="auto" if dtype == "auto" else dtype, enable_prefix_caching=True,
+                 gpu_memory_utilization=gpu_memory_utilization)
+    return engine, tokenizer

@@ -8,6 +8,7 @@ labels only the model's pieces: the prompt and every ``<information>`` block
 are ``-100``. :func:`train_sft` trains with checkpoints in ``checkpoint_dir``;
 called again after a crash it resumes from the last checkpoint (weights,
 optimizer, scheduler, RNG states and data position, as the Trainer saves them).
+:func:`run_sft` runs it under ``accelerate launch`` (one process per device).
 """
 
 from __future__ import annotations
@@ -21,13 +22,18 @@ from searchlab.agent.rollout import encode_completion, encode_prompt
 from searchlab.jsonl import iter_jsonl, read_jsonl
 from searchlab.model import bootstrap_tiny
 from searchlab.params import ModelParams, SFTParams
+from searchlab.train.common import resume_point, run_figures, tokens_seen, trainer_settings
+from searchlab.train.launch import launch
 
 IGNORE = -100  # the label PyTorch's cross-entropy skips
 
 
 def base_model(params: ModelParams, corpus_jsonl: Path, demos_jsonl: Path, folder: Path) -> str:
     """The model SFT starts from: ``model.name_or_path``, or for ``tiny`` one built into ``folder`` from the corpus
-    passages and the demonstrations (built once; it is deterministic, so a resumed run finds the same one)."""
+    passages and the demonstrations (built once; it is deterministic, so a resumed run finds the same one).
+
+    The tiny one is freshly initialised; :func:`run_sft` pretrains it when asked.
+    """
     if params.name_or_path != "tiny":
         return params.name_or_path
     if not (folder / "config.json").is_file():
@@ -70,61 +76,63 @@ def demo_datasets(tokenizer, demos_jsonl: Path, max_length: int):
     return Dataset.from_list(rows["train"]), Dataset.from_list(rows["dev"]) if rows["dev"] else None
 
 
+def run_sft(model: ModelParams, params: SFTParams, start: str, demos_jsonl: Path, out_dir: Path, work_dir: Path,
+            accelerate_config: str | None = None, pretrain_corpus: Path | None = None) -> dict:
+    """:func:`train_sft` of the model at ``start`` in ``params.num_processes`` processes under ``accelerate launch``.
+
+    With ``pretrain_corpus`` the model is first pretrained on its passages
+    (``model.tiny.pretrain``, see :mod:`searchlab.train.pretrain`). Checkpoints
+    go to ``work_dir`` (a rerun resumes from them); returns the figures of
+    :func:`train_sft`, and the pretraining's as ``pretrain_*``.
+    """
+    job = {"model": model.model_dump(mode="json"), "sft": params.model_dump(mode="json"), "start": start,
+           "demos": str(demos_jsonl), "out_dir": str(out_dir), "work_dir": str(work_dir),
+           "checkpoint_dir": str(work_dir / "checkpoints"),
+           "corpus": str(pretrain_corpus) if pretrain_corpus else None}
+    return launch("searchlab.train.sft_job", job, work_dir, params.num_processes, accelerate_config)
+
+
 def train_sft(params: SFTParams, model, tokenizer, demos_jsonl: Path, out_dir: Path, checkpoint_dir: Path,
-              callbacks: list | None = None) -> dict:
+              callbacks: list | None = None) -> dict | None:
     """Fine-tune ``model`` on the demonstrations, save it with its tokenizer to ``out_dir``; return the figures.
 
     Resumes from the newest checkpoint in ``checkpoint_dir`` if there is one.
     Writes ``out_dir/train_log.jsonl`` (the Trainer's log history: loss,
-    learning rate, eval loss by step) for the caller to chart.
+    learning rate, eval loss by step) for the caller to chart. In a
+    multi-process run only the main process writes and returns figures; the
+    others return None.
     """
-    import torch
-    from transformers.trainer_utils import get_last_checkpoint
     from trl import SFTConfig, SFTTrainer
 
     train, dev = demo_datasets(tokenizer, demos_jsonl, params.max_length)
-    checkpoint_dir.mkdir(parents=True, exist_ok=True)
-    resume = get_last_checkpoint(str(checkpoint_dir))
-    cuda = torch.cuda.is_available()
+    resume = resume_point(checkpoint_dir)
     args = SFTConfig(
-        output_dir=str(checkpoint_dir), num_train_epochs=params.epochs, max_steps=params.max_steps,
+        **trainer_settings(checkpoint_dir, params.seed, params.save_steps, params.logging_steps),
+        num_train_epochs=params.epochs, max_steps=params.max_steps,
         per_device_train_batch_size=params.batch_size, per_device_eval_batch_size=params.batch_size,
         gradient_accumulation_steps=params.grad_accum, learning_rate=params.learning_rate,
-        lr_scheduler_type="cosine", warmup_steps=params.warmup_ratio,  # a float < 1: a share of all steps
-        weight_decay=params.weight_decay,
-        logging_steps=params.logging_steps, save_steps=params.save_steps, save_total_limit=2,
+        warmup_steps=params.warmup_ratio,  # a float < 1: a share of all steps
+        weight_decay=params.weight_decay, max_length=params.max_length,
         eval_strategy="steps" if dev is not None else "no", eval_steps=params.eval_steps,
-        seed=params.seed, data_seed=params.seed, report_to=[], max_length=params.max_length,
-        bf16=cuda and torch.cuda.is_bf16_supported(), use_cpu=not cuda, dataloader_num_workers=0,
-        save_only_model=False,  # optimizer, scheduler and RNG states are what make a resume exact
-        include_num_input_tokens_seen="non_padding",
         # batches of similar lengths: demonstrations range from one search to four, and padding is wasted compute
         train_sampling_strategy="group_by_length",
     )
     trainer = SFTTrainer(model=model, args=args, train_dataset=train, eval_dataset=dev, processing_class=tokenizer,
                          callbacks=callbacks)
-    tokens_before = _tokens_seen(resume)
-    started = time.perf_counter()
+    tokens_before, started = tokens_seen(resume), time.perf_counter()
     result = trainer.train(resume_from_checkpoint=resume)
     seconds = time.perf_counter() - started
-    trainer.save_model(str(out_dir))
+    trainer.save_model(str(out_dir))  # saves from the main process only
+    if not trainer.is_world_process_zero():
+        return None
     tokenizer.save_pretrained(str(out_dir))
     history = trainer.state.log_history
     with open(out_dir / "train_log.jsonl", "w") as f:
         f.writelines(json.dumps(row) + "\n" for row in history)
     evals = [row["eval_loss"] for row in history if "eval_loss" in row]
-    figures = {"steps": trainer.state.global_step, "train_examples": len(train),
+    figures = {**run_figures(trainer, resume, tokens_before, seconds), "train_examples": len(train),
                "dev_examples": len(dev) if dev is not None else 0, "train_loss": round(result.training_loss, 4),
-               "resumed_from_step": int(Path(resume).name.split("-")[-1]) if resume else 0,
-               "train_seconds": round(seconds, 2)}
+               "parameters": sum(t.numel() for t in model.parameters())}
     if evals:
         figures["eval_loss"] = round(evals[-1], 4)
-    figures["tokens_per_s"] = round((trainer.state.num_input_tokens_seen - tokens_before) / seconds, 1)
     return figures
-
-
-def _tokens_seen(checkpoint: str | None) -> int:
-    """Tokens trained on before this process (from the checkpoint's trainer state), for an honest tokens/s."""
-    if not checkpoint:
-        return 0
-    return json.loads((Path(checkpoint) / "trainer_state.json").read_text()).get("num_input_tokens_seen", 0)

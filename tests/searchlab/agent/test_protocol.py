@@ -190,9 +190,9 @@ def test_environment_spans_of_a_demonstration_leave_exactly_the_model_text():
     assert [text[s:e] for s, e in spans] == [information_block([TOKYO]), information_block([KYOTO, TOKYO])]
     model_text = "".join(text[a:b] for a, b in zip([0] + [e for _, e in spans], [s for s, _ in spans] + [len(text)]))
     assert model_text == (
-        "<think>Find the capital.</think>\n<search>capital of Japan</search>"
-        "<think>Check Kyoto.</think>\n<search>Kyoto</search>"
-        "<think>It is Tokyo.</think>\n<answer>Tokyo</answer>"
+        "<think>Find the capital.</think>\n<search> capital of Japan </search>"
+        "<think>Check Kyoto.</think>\n<search> Kyoto </search>"
+        "<think>It is Tokyo.</think>\n<answer> Tokyo </answer>"
     )
 
 
@@ -211,11 +211,11 @@ def test_environment_spans_cover_the_invalid_action_feedback_and_a_cut_off_block
 def test_render_demonstration_exact_text():
     text = render_demonstration([DemoStep(" Who is it? ", "penicillin discoverer", [FLEMING])], "Fleming.", " Alexander Fleming ")
     assert text == (
-        "<think>Who is it?</think>\n<search>penicillin discoverer</search>"
+        "<think>Who is it?</think>\n<search> penicillin discoverer </search>"
         "\n\n<information>Doc 1(Title: Alexander Fleming) Fleming discovered penicillin.\n</information>\n\n"
-        "<think>Fleming.</think>\n<answer>Alexander Fleming</answer>"
+        "<think>Fleming.</think>\n<answer> Alexander Fleming </answer>"
     )
-    assert render_demonstration([], "I know this.", "Paris") == "<think>I know this.</think>\n<answer>Paris</answer>"
+    assert render_demonstration([], "I know this.", "Paris") == "<think>I know this.</think>\n<answer> Paris </answer>"
 
 
 def test_render_demonstration_uses_the_live_truncation():
@@ -247,7 +247,7 @@ def test_a_rendered_demonstration_parses_cleanly():
     info = trajectory.segments[2]
     assert info.content == format_passages([TOKYO]).strip()
     assert text[info.start:info.end] == "<information>" + format_passages([TOKYO]) + "</information>"
-    assert text[trajectory.segments[-1].start:trajectory.segments[-1].end] == "<answer>Tokyo</answer>"
+    assert text[trajectory.segments[-1].start:trajectory.segments[-1].end] == "<answer> Tokyo </answer>"
     assert all(s.closed for s in trajectory.segments)
 
 

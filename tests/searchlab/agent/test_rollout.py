@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import sys
+import types
 
 import pytest
 import torch
@@ -30,7 +32,7 @@ from searchlab.agent import (
     instruction,
     parse_trajectory,
 )
-from searchlab.agent.rollout import Rollout, encode_completion, encode_prompt, rollout, summarize
+from searchlab.agent.rollout import Rollout, encode_completion, encode_prompt, is_vllm, rollout, summarize
 from searchlab.params import RolloutParams
 from tests.searchlab.agent.conftest import counting_bm25
 
@@ -275,6 +277,7 @@ def test_one_answers_at_once_the_other_searches_then_answers(model, tok, bm25):
     assert "(Title: Alexander Fleming)" in block
     assert b.completion == SCRIPTS[penicillin][0] + block + SCRIPTS[penicillin][1]
     assert (b.answer, b.finished, b.turns, b.searches) == ("Alexander Fleming", True, 2, ["who discovered penicillin"])
+    assert a.retrieved == [] and b.retrieved == [[hit.id for hit in bm25.search(["who discovered penicillin"], 2)[0]]]
     turn1, turn2 = (encode_completion(tok, t) for t in SCRIPTS[penicillin])
     env = encode_completion(tok, block)
     assert b.completion_ids == turn1 + env + turn2
@@ -327,6 +330,7 @@ def test_max_turns_cuts_the_episode_off(model, tok, bm25):
     assert scripted.batches == [[old, norway], [old, norway]]
     assert (r.finished, r.answer, r.turns) == (False, None, 2)
     assert r.searches == ["imperial seat of Japan", "Kyoto capital"]  # the last one was not run
+    assert len(r.retrieved) == 1 and len(n.retrieved) == 1  # nothing retrieved for the search that did not run
     block = expected_block(bm25, "imperial seat of Japan", p, tok)
     assert r.completion == SCRIPTS[old][0] + block + SCRIPTS[old][1]
     assert r.env_mask[-1] == 0
@@ -505,3 +509,41 @@ def test_summarize():
     }
     assert summarize([]) == {"rollouts": 0, "answered": 0.0, "mean_searches": 0.0, "mean_turns": 0.0,
                              "mean_generated_tokens": 0.0, "invalid_action_rate": 0.0}
+
+
+class StandInVLLM:
+    """The slice of ``vllm.LLM`` the rollout adapter uses, run by a Hugging Face model (vLLM itself needs CUDA).
+
+    ``generate(requests, sampling_params, use_tqdm)``: per request its
+    ``prompt_token_ids``, decoded greedily up to ``max_tokens``, stopping after
+    a stop string (kept in the output, as ``include_stop_str_in_output`` asks)
+    or a ``stop_token_ids`` token (kept too).
+    """
+
+    __module__ = "vllm"  # what is_vllm() looks at
+
+    def __init__(self, model, tokenizer):
+        self.model, self.tok = model, tokenizer
+
+    def generate(self, requests, sampling_params, use_tqdm=True):
+        outputs = []
+        for request, sampling in zip(requests, sampling_params):
+            assert sampling.include_stop_str_in_output and sampling.temperature == 0
+            ids = torch.tensor([request["prompt_token_ids"]])
+            out = self.model.generate(input_ids=ids, attention_mask=torch.ones_like(ids),
+                                      max_new_tokens=sampling.max_tokens, do_sample=False, tokenizer=self.tok,
+                                      stop_strings=sampling.stop, eos_token_id=sampling.stop_token_ids,
+                                      pad_token_id=self.tok.pad_token_id)
+            new = out[0, ids.shape[1]:].tolist()
+            outputs.append(types.SimpleNamespace(outputs=[types.SimpleNamespace(token_ids=new)]))
+        return outputs
+
+
+@pytest.mark.slow
+def test_a_vllm_engine_plays_the_same_episodes_as_hugging_face(model, tok, bm25, monkeypatch):
+    monkeypatch.setitem(sys.modules, "vllm", types.SimpleNamespace(SamplingParams=types.SimpleNamespace))
+    p = params(max_turns=3, batch_size=4)  # two chunks; one episode is cut off, one gets invalid-action feedback
+    expected = rollout(Scripted(model, tok), tok, bm25, QUESTIONS, p)
+    engine = StandInVLLM(Scripted(model, tok), tok)
+    assert is_vllm(engine) and not is_vllm(model)
+    assert strip_time(rollout(engine, tok, bm25, QUESTIONS, p)) == strip_time(expected)

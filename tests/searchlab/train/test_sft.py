@@ -4,16 +4,26 @@ from __future__ import annotations
 
 import json
 import random
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pytest
 import torch
 from transformers import TrainerCallback
 
-from searchlab.agent.protocol import DemoStep, environment_spans, instruction, render_demonstration
+from searchlab.agent.protocol import (
+    DemoStep,
+    environment_spans,
+    instruction,
+    render_demonstration,
+)
 from searchlab.model import bootstrap_tiny, load_model
-from searchlab.params import SFTParams, TinyModelParams
+from searchlab.params import ModelParams, SFTParams, TinyModelParams, TinyPretrainParams
 from searchlab.retrieval.base import Hit
-from searchlab.train.sft import IGNORE, encode_demo, train_sft
+from searchlab.train.pretrain import pretraining_examples
+from searchlab.train.sft import IGNORE, encode_demo, run_sft, train_sft
 
 CITIES = ["Kelmora", "Vosshorby", "Althouhelm", "Rimkoulford", "Halkrelt", "Basrourn"]
 
@@ -94,3 +104,99 @@ def test_training_learns_and_a_resumed_run_ends_with_the_same_model(demos, base_
     b, _ = load_model(str(tmp_path / "b"))
     for (name, x), (_, y) in zip(a.state_dict().items(), b.state_dict().items()):
         assert torch.allclose(x, y, atol=1e-5), name
+
+
+def _processes_running(needle: str) -> list[int]:
+    """Pids whose command line mentions ``needle`` (read from /proc)."""
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if needle in cmdline.read_bytes().decode(errors="replace"):
+                found.append(int(cmdline.parent.name))
+        except OSError:  # the process ended while we looked
+            pass
+    return found
+
+
+@pytest.mark.slow
+def test_accelerate_job_dies_with_a_killed_stage_and_the_rerun_resumes_to_the_same_model(demos, base_model, tmp_path):
+    params = _params(max_steps=150, save_steps=5, eval_steps=1000, logging_steps=10)
+    straight = run_sft(ModelParams(), params, str(base_model), demos[0], tmp_path / "a", tmp_path / "a-work")
+    assert straight["steps"] == 150 and straight["resumed_from_step"] == 0
+
+    # the stage process, killed with SIGKILL (no cleanup) once training has checkpointed
+    work = tmp_path / "b-work"
+    stage = subprocess.Popen([sys.executable, "-c", (
+        "import sys; from pathlib import Path; from searchlab.params import ModelParams, SFTParams; "
+        "from searchlab.train.sft import run_sft; "
+        f"run_sft(ModelParams(), SFTParams.model_validate_json({params.model_dump_json()!r}), {str(base_model)!r}, "
+        f"Path({str(demos[0])!r}), Path({str(tmp_path / 'b-scratch')!r}), Path({str(work)!r}))")])
+    deadline = time.monotonic() + 240
+    while not (work / "checkpoints/checkpoint-5/trainer_state.json").is_file():
+        assert stage.poll() is None and time.monotonic() < deadline, "the job never checkpointed"
+        time.sleep(0.05)
+    stage.kill()
+    stage.wait()
+    assert not (work / "result.json").exists()  # killed mid-training, not after
+
+    # the workers notice their launcher is gone and exit instead of training on beside the rerun
+    deadline = time.monotonic() + 15
+    while _processes_running(str(work / "job.json")) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _processes_running(str(work / "job.json")) == [] and not (work / "result.json").exists()
+
+    resumed = run_sft(ModelParams(), params, str(base_model), demos[0], tmp_path / "b", work)
+    assert 5 <= resumed["resumed_from_step"] < 150 and resumed["steps"] == 150
+    a, _ = load_model(str(tmp_path / "a"))
+    b, _ = load_model(str(tmp_path / "b"))
+    for (name, x), (_, y) in zip(a.state_dict().items(), b.state_dict().items()):
+        assert torch.allclose(x, y, atol=1e-5), name
+
+
+def _passage_loss(model, tokenizer, texts: list[str]) -> float:
+    with torch.no_grad():
+        return sum(model(**(batch := tokenizer(t, return_tensors="pt")), labels=batch["input_ids"]).loss.item()
+                   for t in texts) / len(texts)
+
+
+@pytest.mark.slow
+def test_the_job_pretrains_the_tiny_model_on_the_corpus_once_then_fine_tunes(demos, base_model, tmp_path):
+    passages = [f'"{p}"\n{p} was born in {c}. {p} lives in {c}.' for p, c in zip(
+        [f"Person{i} Holm" for i in range(40)], CITIES * 7)]
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps({"id": f"d{i}", "contents": t}) + "\n" for i, t in enumerate(passages)))
+    model = ModelParams(tiny=TinyModelParams(pretrain={"epochs": 3, "copy_drills": 40, "batch_size": 8,
+                                                      "learning_rate": 3e-3}))
+    work = tmp_path / "work"
+    figures = run_sft(model, _params(max_steps=4), str(base_model), demos[0], tmp_path / "out", work,
+                      pretrain_corpus=corpus)
+    assert figures["pretrain_steps"] == 30 and figures["pretrain_examples"] == 80 and figures["steps"] == 4
+
+    before, tokenizer = load_model(str(base_model))
+    after, _ = load_model(str(work / "pretrained"))
+    assert _passage_loss(after, tokenizer, passages[:8]) < _passage_loss(before, tokenizer, passages[:8]) - 1.0
+
+    # a rerun of the job (SFT resumes from its last checkpoint) keeps the finished pretraining as it is
+    stamp = (work / "pretrained/pretrain.json").stat().st_mtime_ns
+    again = run_sft(model, _params(max_steps=4), str(base_model), demos[0], tmp_path / "out2", work,
+                    pretrain_corpus=corpus)
+    assert (work / "pretrained/pretrain.json").stat().st_mtime_ns == stamp
+    assert again["pretrain_steps"] == figures["pretrain_steps"] and again["resumed_from_step"] == 4
+
+
+def test_copy_drills_repeat_their_titles_reordered_with_the_loss_on_the_repeat_only(base_model, tmp_path):
+    tokenizer = load_model(str(base_model))[1]
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps({"id": f"d{i}", "contents": f'"{c}"\n{c} is a city.'}) + "\n"
+                              for i, c in enumerate(CITIES)))
+    examples = pretraining_examples(tokenizer, corpus, TinyPretrainParams(copy_drills=5, max_length=64), seed=0)
+    passages = [e for e in examples if IGNORE not in e["labels"]]
+    drills = [e for e in examples if IGNORE in e["labels"]]
+    assert len(passages) == len(CITIES) and len(drills) == 5
+    assert all(p["labels"] == p["input_ids"] and p["input_ids"][-1] == tokenizer.eos_token_id for p in passages)
+    for d in drills:
+        text = tokenizer.decode(d["input_ids"][:-1])
+        first, repeat = text.split("\n")
+        assert sorted(first.split(", ")) == sorted(repeat.split(", ")) == sorted(set(first.split(", ")))
+        assert set(first.split(", ")) <= set(CITIES) and len(first.split(", ")) == 6
+        assert tokenizer.decode([t for t in d["labels"] if t != IGNORE]) == repeat + tokenizer.eos_token

@@ -1,0 +1,96 @@
+"""Sample trajectories: how a trained agent uses the protocol on held-out questions, as rates and a readable record.
+
+After training, a few held-out questions (each with the passages its answer
+needs, ``evidence``) are rolled out. :func:`protocol_rates` says how often the
+agent searched well-formedly, found the needed passages and answered;
+:func:`trajectory_record` and :func:`render_markdown` keep the trajectories for
+people to read. Answer accuracy is the evaluation stage's business; EM here is
+a first look only.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import defaultdict
+from collections.abc import Sequence
+
+from searchlab.agent.protocol import parse_trajectory
+from searchlab.agent.rollout import Rollout
+from searchlab.scoring import exact_match
+
+
+def spread_sample(questions: Sequence[dict], n: int, seed: int) -> list[dict]:
+    """Up to ``n`` of ``questions``, taken in turn from each ``type`` (shuffled with ``seed``), so every type shows."""
+    by_type: dict[str, list[dict]] = defaultdict(list)
+    for q in questions:
+        by_type[q.get("type", "")].append(q)
+    rng = random.Random(seed)
+    pools = [rng.sample(group, len(group)) for _, group in sorted(by_type.items())]
+    picked: list[dict] = []
+    while len(picked) < n and any(pools):
+        for pool in pools:
+            if pool and len(picked) < n:
+                picked.append(pool.pop())
+    return picked
+
+
+def found_evidence(episode: Rollout, evidence: Sequence[str]) -> bool:
+    """Whether the agent's searches together returned every passage in ``evidence``."""
+    seen = {doc for ids in episode.retrieved for doc in ids}
+    return set(evidence) <= seen
+
+
+def protocol_rates(episodes: Sequence[Rollout], questions: Sequence[dict]) -> dict[str, float]:
+    """Shares of episodes that searched, were well-formed end to end, found the evidence, answered, and got EM.
+
+    ``well_formed``: the whole trajectory parses without a single problem
+    (:meth:`~searchlab.agent.protocol.Trajectory.problems`) and has at least one
+    search. ``found_evidence``: the searches returned every evidence passage
+    (``question["evidence"]``). Also the mean searches per episode and invalid
+    actions per turn.
+    """
+    n = len(episodes)
+    if n == 0 or n != len(questions):
+        raise ValueError(f"got {n} episodes for {len(questions)} questions")
+    turns = sum(e.turns for e in episodes)
+
+    def share(flags) -> float:
+        return round(sum(flags) / n, 4)
+
+    return {
+        "searched": share(bool(e.searches) for e in episodes),
+        "well_formed": share(bool(e.searches) and not parse_trajectory(e.completion).problems() for e in episodes),
+        "found_evidence": share(found_evidence(e, q["evidence"]) for e, q in zip(episodes, questions)),
+        "answered": share(e.answer is not None for e in episodes),
+        "exact_match": share(exact_match(e.answer or "", q["answers"]) for e, q in zip(episodes, questions)),
+        "mean_searches": round(sum(len(e.searches) for e in episodes) / n, 3),
+        "invalid_action_rate": round(sum(e.invalid_actions for e in episodes) / turns, 4) if turns else 0.0,
+    }
+
+
+def trajectory_record(episode: Rollout, question: dict) -> dict:
+    """One JSON-ready line: the question, gold answers, what the agent did and whether it worked."""
+    return {
+        "id": question.get("id"), "type": question.get("type"), "question": episode.question,
+        "answers": question["answers"], "prediction": episode.answer,
+        "exact_match": exact_match(episode.answer or "", question["answers"]),
+        "found_evidence": found_evidence(episode, question["evidence"]), "evidence": question["evidence"],
+        "searches": episode.searches, "retrieved": episode.retrieved, "turns": episode.turns,
+        "generated_tokens": episode.generated_tokens, "problems": parse_trajectory(episode.completion).problems(),
+        "completion": episode.completion,
+    }
+
+
+def render_markdown(records: Sequence[dict], title: str) -> str:
+    """The records as a Markdown page: per question the verdict line, then the trajectory verbatim."""
+    lines = [f"# {title}", ""]
+    for r in records:
+        verdict = "correct" if r["exact_match"] else "wrong"
+        lines += [f"## {r['id']} ({r['type']}): {verdict}", "",
+                  f"**Question:** {r['question']}  ", f"**Gold:** {' | '.join(r['answers'])}  ",
+                  f"**Prediction:** {r['prediction']}  ",
+                  f"**Searches:** {len(r['searches'])}, evidence found: {'yes' if r['found_evidence'] else 'no'}", ""]
+        if r["problems"]:
+            lines += [f"**Protocol problems:** {'; '.join(r['problems'])}", ""]
+        lines += ["```text", r["completion"].replace("```", "'''"), "```", ""]
+    return "\n".join(lines)

@@ -1,0 +1,47 @@
+"""What every searchlab training run shares: Trainer settings for exact resume and the device, and the figures."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+
+def trainer_settings(checkpoint_dir: Path, seed: int, save_steps: int, logging_steps: int) -> dict[str, Any]:
+    """Keyword arguments for ``SFTConfig`` that SFT and pretraining share.
+
+    Checkpoints keep optimizer, scheduler and RNG states (what makes a resume
+    exact), the two newest are kept; bf16 mixed precision on GPUs that have it.
+    """
+    import torch
+
+    cuda = torch.cuda.is_available()
+    return dict(
+        output_dir=str(checkpoint_dir), seed=seed, data_seed=seed, report_to=[], lr_scheduler_type="cosine",
+        save_steps=save_steps, save_total_limit=2, save_only_model=False, logging_steps=logging_steps,
+        bf16=cuda and torch.cuda.is_bf16_supported(), use_cpu=not cuda, dataloader_num_workers=0,
+        include_num_input_tokens_seen="non_padding",
+    )
+
+
+def resume_point(checkpoint_dir: Path) -> str | None:
+    """The newest checkpoint in ``checkpoint_dir`` (created if missing), or None to start afresh."""
+    from transformers.trainer_utils import get_last_checkpoint
+
+    checkpoint_dir.mkdir(parents=True, exist_ok=True)
+    return get_last_checkpoint(str(checkpoint_dir))
+
+
+def tokens_seen(checkpoint: str | None) -> int:
+    """Tokens trained on up to ``checkpoint`` (read before training: rotation may delete it), for an honest tokens/s."""
+    if not checkpoint:
+        return 0
+    return json.loads((Path(checkpoint) / "trainer_state.json").read_text()).get("num_input_tokens_seen", 0)
+
+
+def run_figures(trainer, resume: str | None, tokens_before: int, seconds: float) -> dict[str, Any]:
+    """Steps, the step resumed from, wall seconds and trained tokens/s of this process's part of the run."""
+    return {"steps": trainer.state.global_step,
+            "resumed_from_step": int(Path(resume).name.split("-")[-1]) if resume else 0,
+            "train_seconds": round(seconds, 2),
+            "tokens_per_s": round((trainer.state.num_input_tokens_seen - tokens_before) / seconds, 1)}

@@ -1,0 +1,90 @@
+"""Run a training job under ``accelerate launch``: one process per device, DeepSpeed or FSDP by accelerate config.
+
+The stage process never trains in-process: :func:`launch` writes the job as
+JSON, starts ``accelerate launch -m <worker module> <job file>`` and waits. The
+single-CPU demo and an 8-GPU DeepSpeed run take the same path; only
+``num_processes`` and the accelerate config file differ.
+
+A worker must die with the process that launched it: a ``kill -9`` of the stage
+would otherwise leave it training (and writing checkpoints) while a rerun
+resumes from the same folder. The launcher's stdin is a pipe whose write end
+only the stage process holds; every worker process inherits it, and a worker
+whose job says ``exit_with_launcher`` calls :func:`exit_with_launcher`, which
+ends it when the pipe reaches end-of-file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+
+class LaunchError(RuntimeError):
+    """A launched training job failed; the message names the command and its exit status."""
+
+
+def launch(module: str, job: dict[str, Any], job_dir: Path, num_processes: int | None = None,
+           config_file: str | None = None) -> dict[str, Any]:
+    """Run ``python -m module JOB_FILE`` under ``accelerate launch``; return what the job wrote to ``job["result"]``.
+
+    ``job`` is written to ``job_dir/job.json`` with ``result`` set to
+    ``job_dir/result.json``, which the worker's main process writes when it
+    succeeds. ``config_file`` is an accelerate config (``accelerate config``
+    writes one; DeepSpeed and FSDP are set there); ``num_processes`` overrides
+    its process count. Without a config: ``num_processes``, or one process per
+    visible GPU (one on a CPU). The workers' output goes to this process's
+    stdout/stderr.
+    """
+    job_dir.mkdir(parents=True, exist_ok=True)
+    result = job_dir / "result.json"
+    result.unlink(missing_ok=True)
+    job_file = job_dir / "job.json"
+    job_file.write_text(json.dumps({**job, "result": str(result), "exit_with_launcher": True}, indent=1))
+    command = [sys.executable, "-m", "accelerate.commands.launch"]
+    if config_file:
+        command += ["--config_file", str(config_file)] + (["--num_processes", str(num_processes)] if num_processes
+                                                           else [])
+    else:  # accelerate's defaults, stated so it does not warn about each; the Trainer sets mixed precision itself
+        command += ["--num_processes", str(num_processes or _gpu_count() or 1), "--num_machines", "1",
+                    "--mixed_precision", "no", "--dynamo_backend", "no"]
+    command += ["-m", module, str(job_file)]
+    # stdin: the pipe workers watch (see the module docstring); we never write to it
+    process = subprocess.Popen(command, stdin=subprocess.PIPE)
+    try:
+        status = process.wait()
+    except BaseException:
+        process.kill()
+        process.wait()
+        raise
+    finally:
+        process.stdin.close()
+    if status != 0 or not result.is_file():
+        raise LaunchError(f"training job {job_file} failed (exit status {status}): {' '.join(command)}")
+    return json.loads(result.read_text())
+
+
+def _gpu_count() -> int:
+    import torch
+
+    return torch.cuda.device_count()
+
+
+def exit_with_launcher() -> None:
+    """End this worker process as soon as the process that launched the job is gone (stdin reaches end-of-file)."""
+
+    def watch() -> None:
+        # the raw descriptor, not sys.stdin: a daemon thread blocked inside a buffered reader holds its lock and
+        # aborts the interpreter's shutdown when the job ends normally
+        try:
+            while os.read(0, 4096):
+                pass
+        except OSError:
+            pass
+        os._exit(137)  # no cleanup: the launcher was killed, and so is its job
+
+    threading.Thread(target=watch, name="exit-with-launcher", daemon=True).start()
