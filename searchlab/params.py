@@ -261,7 +261,7 @@ class RolloutParams(Section):
 class SFTParams(Section):
     """Supervised fine-tuning on the demonstrations (TRL ``SFTTrainer``; loss only on the agent's own tokens)."""
 
-    epochs: float = Field(3.0, gt=0)
+    epochs: float = Field(4.0, gt=0)
     max_steps: int = Field(-1, description="stop after this many optimizer steps (-1: run all epochs)")
     learning_rate: float = Field(3e-3, gt=0)
     batch_size: int = Field(8, ge=1, description="sequences per device per step")

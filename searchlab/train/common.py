@@ -45,3 +45,33 @@ def run_figures(trainer, resume: str | None, tokens_before: int, seconds: float)
             "resumed_from_step": int(Path(resume).name.split("-")[-1]) if resume else 0,
             "train_seconds": round(seconds, 2),
             "tokens_per_s": round((trainer.state.num_input_tokens_seen - tokens_before) / seconds, 1)}
+
+
+def make_trainer(seed: int, **kwargs):
+    """TRL's ``SFTTrainer`` with a length-grouped training order drawn from ``seed`` and the epoch alone.
+
+    The Trainer's own length-grouped sampler draws each epoch's order from the
+    global random state as it is when the epoch starts. A run resumed in a later
+    epoch restores that state only after the epoch began, so it would see the
+    epoch in another order than the run it continues, and end with another
+    model. Here epoch ``e``'s order is drawn from a generator seeded with
+    ``seed + e`` (accelerate's data loader calls ``set_epoch`` every epoch).
+    """
+    import torch
+    from transformers.trainer_pt_utils import LengthGroupedSampler
+    from trl import SFTTrainer
+
+    class EpochSeededLengthGroupedSampler(LengthGroupedSampler):
+        def set_epoch(self, epoch: int) -> None:
+            self.generator = torch.Generator().manual_seed(seed + epoch)
+
+    class Trainer(SFTTrainer):
+        def _get_train_sampler(self, train_dataset=None):
+            sampler = super()._get_train_sampler(train_dataset)
+            if type(sampler) is not LengthGroupedSampler:
+                return sampler
+            seeded = EpochSeededLengthGroupedSampler(sampler.batch_size, lengths=sampler.lengths)
+            seeded.set_epoch(0)
+            return seeded
+
+    return Trainer(**kwargs)

@@ -50,8 +50,11 @@ def launch(module: str, job: dict[str, Any], job_dir: Path, num_processes: int |
         command += ["--config_file", str(config_file)] + (["--num_processes", str(num_processes)] if num_processes
                                                            else [])
     else:  # accelerate's defaults, stated so it does not warn about each; the Trainer sets mixed precision itself
-        command += ["--num_processes", str(num_processes or _gpu_count() or 1), "--num_machines", "1",
-                    "--mixed_precision", "no", "--dynamo_backend", "no"]
+        processes = num_processes or _gpu_count() or 1
+        command += ["--num_processes", str(processes), "--num_machines", "1", "--mixed_precision", "no",
+                    "--dynamo_backend", "no",
+                    # accelerate's own default is one thread per process, which halves CPU training on two cores
+                    "--num_cpu_threads_per_process", str(max(1, _cpu_threads() // processes))]
     command += ["-m", module, str(job_file)]
     # stdin: the pipe workers watch (see the module docstring); we never write to it
     process = subprocess.Popen(command, stdin=subprocess.PIPE)
@@ -72,6 +75,13 @@ def _gpu_count() -> int:
     import torch
 
     return torch.cuda.device_count()
+
+
+def _cpu_threads() -> int:
+    """The threads this process's torch computes with (the cores, or OMP_NUM_THREADS when set)."""
+    import torch
+
+    return torch.get_num_threads()
 
 
 def exit_with_launcher() -> None:

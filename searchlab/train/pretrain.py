@@ -28,12 +28,7 @@ from pathlib import Path
 
 from searchlab.jsonl import iter_jsonl
 from searchlab.params import TinyPretrainParams
-from searchlab.train.common import (
-    resume_point,
-    run_figures,
-    tokens_seen,
-    trainer_settings,
-)
+from searchlab.train.common import make_trainer, resume_point, run_figures, tokens_seen, trainer_settings
 
 IGNORE = -100
 NAMES_PER_DRILL = 6
@@ -80,7 +75,7 @@ def pretrain_lm(params: TinyPretrainParams, seed: int, model, tokenizer, corpus_
     multi-process run only the main process saves and returns figures.
     """
     from datasets import Dataset
-    from trl import SFTConfig, SFTTrainer
+    from trl import SFTConfig
 
     examples = Dataset.from_list(pretraining_examples(tokenizer, corpus_jsonl, params, seed))
     resume = resume_point(checkpoint_dir)
@@ -90,7 +85,7 @@ def pretrain_lm(params: TinyPretrainParams, seed: int, model, tokenizer, corpus_
         learning_rate=params.learning_rate, warmup_steps=0.05, max_length=params.max_length,
         train_sampling_strategy="group_by_length",  # passages and drills differ in length
     )
-    trainer = SFTTrainer(model=model, args=args, train_dataset=examples, processing_class=tokenizer)
+    trainer = make_trainer(seed, model=model, args=args, train_dataset=examples, processing_class=tokenizer)
     tokens_before, started = tokens_seen(resume), time.perf_counter()
     result = trainer.train(resume_from_checkpoint=resume)
     seconds = time.perf_counter() - started

@@ -22,7 +22,7 @@ from searchlab.agent.rollout import encode_completion, encode_prompt
 from searchlab.jsonl import iter_jsonl, read_jsonl
 from searchlab.model import bootstrap_tiny
 from searchlab.params import ModelParams, SFTParams
-from searchlab.train.common import resume_point, run_figures, tokens_seen, trainer_settings
+from searchlab.train.common import make_trainer, resume_point, run_figures, tokens_seen, trainer_settings
 from searchlab.train.launch import launch
 
 IGNORE = -100  # the label PyTorch's cross-entropy skips
@@ -102,7 +102,7 @@ def train_sft(params: SFTParams, model, tokenizer, demos_jsonl: Path, out_dir: P
     multi-process run only the main process writes and returns figures; the
     others return None.
     """
-    from trl import SFTConfig, SFTTrainer
+    from trl import SFTConfig
 
     train, dev = demo_datasets(tokenizer, demos_jsonl, params.max_length)
     resume = resume_point(checkpoint_dir)
@@ -117,8 +117,8 @@ def train_sft(params: SFTParams, model, tokenizer, demos_jsonl: Path, out_dir: P
         # batches of similar lengths: demonstrations range from one search to four, and padding is wasted compute
         train_sampling_strategy="group_by_length",
     )
-    trainer = SFTTrainer(model=model, args=args, train_dataset=train, eval_dataset=dev, processing_class=tokenizer,
-                         callbacks=callbacks)
+    trainer = make_trainer(params.seed, model=model, args=args, train_dataset=train, eval_dataset=dev,
+                           processing_class=tokenizer, callbacks=callbacks)
     tokens_before, started = tokens_seen(resume), time.perf_counter()
     result = trainer.train(resume_from_checkpoint=resume)
     seconds = time.perf_counter() - started

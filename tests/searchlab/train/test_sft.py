@@ -132,7 +132,8 @@ def test_accelerate_job_dies_with_a_killed_stage_and_the_rerun_resumes_to_the_sa
         f"run_sft(ModelParams(), SFTParams.model_validate_json({params.model_dump_json()!r}), {str(base_model)!r}, "
         f"Path({str(demos[0])!r}), Path({str(tmp_path / 'b-scratch')!r}), Path({str(work)!r}))")])
     deadline = time.monotonic() + 240
-    while not (work / "checkpoints/checkpoint-5/trainer_state.json").is_file():
+    # checkpoint 15 is in the second epoch (9 steps each): the resumed run must see that epoch in the same order
+    while not (work / "checkpoints/checkpoint-15/trainer_state.json").is_file():
         assert stage.poll() is None and time.monotonic() < deadline, "the job never checkpointed"
         time.sleep(0.05)
     stage.kill()
@@ -146,7 +147,7 @@ def test_accelerate_job_dies_with_a_killed_stage_and_the_rerun_resumes_to_the_sa
     assert _processes_running(str(work / "job.json")) == [] and not (work / "result.json").exists()
 
     resumed = run_sft(ModelParams(), params, str(base_model), demos[0], tmp_path / "b", work)
-    assert 5 <= resumed["resumed_from_step"] < 150 and resumed["steps"] == 150
+    assert 15 <= resumed["resumed_from_step"] < 150 and resumed["steps"] == 150
     a, _ = load_model(str(tmp_path / "a"))
     b, _ = load_model(str(tmp_path / "b"))
     for (name, x), (_, y) in zip(a.state_dict().items(), b.state_dict().items()):
