@@ -28,7 +28,13 @@ from pathlib import Path
 
 from searchlab.jsonl import iter_jsonl
 from searchlab.params import TinyPretrainParams
-from searchlab.train.common import make_trainer, resume_point, run_figures, tokens_seen, trainer_settings
+from searchlab.train.common import (
+    make_trainer,
+    resume_point,
+    run_figures,
+    tokens_seen,
+    trainer_settings,
+)
 
 IGNORE = -100
 NAMES_PER_DRILL = 6

@@ -22,7 +22,13 @@ from searchlab.agent.rollout import encode_completion, encode_prompt
 from searchlab.jsonl import iter_jsonl, read_jsonl
 from searchlab.model import bootstrap_tiny
 from searchlab.params import ModelParams, SFTParams
-from searchlab.train.common import make_trainer, resume_point, run_figures, tokens_seen, trainer_settings
+from searchlab.train.common import (
+    make_trainer,
+    resume_point,
+    run_figures,
+    tokens_seen,
+    trainer_settings,
+)
 from searchlab.train.launch import launch
 
 IGNORE = -100  # the label PyTorch's cross-entropy skips
