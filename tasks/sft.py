@@ -9,14 +9,8 @@ from __future__ import annotations
 
 import logging
 
-from searchlab.agent.rollout import rollout
-from searchlab.agent.samples import (
-    protocol_rates,
-    render_markdown,
-    spread_sample,
-    trajectory_record,
-)
-from searchlab.jsonl import read_jsonl, write_jsonl
+from searchlab.agent.samples import spread_sample, write_samples
+from searchlab.jsonl import read_jsonl
 from searchlab.model import load_agent
 from searchlab.params import Params
 from searchlab.retrieval import open_retriever
@@ -30,8 +24,7 @@ def _build(ctx: StageContext) -> dict:
     p, demos, corpus = ctx.params, ctx.inputs["qa"] / "demos.jsonl", ctx.inputs["corpus"] / "corpus.jsonl"
     start = base_model(p.model, corpus, demos, ctx.work_dir / "base")
     config = str(ctx.root / p.sft.accelerate_config) if p.sft.accelerate_config else None
-    pretrain = p.model.name_or_path == "tiny" and p.model.tiny.pretrain.epochs > 0
-    figures = run_sft(p.model, p.sft, start, demos, ctx.out_dir, ctx.work_dir, config, corpus if pretrain else None)
+    figures = run_sft(p.model, p.sft, start, demos, ctx.out_dir, ctx.work_dir, config, corpus)
     return {**figures, **_sample_trajectories(ctx)}
 
 
@@ -43,14 +36,10 @@ def _sample_trajectories(ctx: StageContext) -> dict:
         return {}
     model, tokenizer = load_agent(str(ctx.out_dir), p.model, p.rollout)
     with open_retriever(p.retriever, ctx.inputs["index"]) as retriever:
-        episodes = rollout(model, tokenizer, retriever, [q["question"] for q in questions], p.rollout)
-    records = [trajectory_record(e, q) for e, q in zip(episodes, questions)]
-    write_jsonl(ctx.out_dir / "samples.jsonl", records)
-    title = f"The SFT agent on {len(records)} held-out questions"
-    (ctx.out_dir / "samples.md").write_text(render_markdown(records, title))
-    rates = protocol_rates(episodes, questions)
+        rates = write_samples(model, tokenizer, retriever, questions, p.rollout, ctx.out_dir,
+                              f"The SFT agent on {len(questions)} held-out questions")
     log.info("sft: on %d held-out questions the agent searched in %.0f%%, well-formed %.0f%%, found the evidence "
-             "%.0f%%, answered %.0f%% (exact match %.0f%%)", len(records), 100 * rates["searched"],
+             "%.0f%%, answered %.0f%% (exact match %.0f%%)", len(questions), 100 * rates["searched"],
              100 * rates["well_formed"], 100 * rates["found_evidence"], 100 * rates["answered"],
              100 * rates["exact_match"])
     return {f"protocol.{name}": value for name, value in rates.items()}

@@ -4,7 +4,7 @@ After training, a few held-out questions (each with the passages its answer
 needs, ``evidence``) are rolled out. :func:`protocol_rates` says how often the
 agent searched well-formedly, found the needed passages and answered;
 :func:`trajectory_record` and :func:`render_markdown` keep the trajectories for
-people to read. Answer accuracy is the evaluation stage's business; EM here is
+people to read, and :func:`write_samples` does all of it for one model. Answer accuracy is the evaluation stage's business; EM here is
 a first look only.
 """
 
@@ -13,9 +13,12 @@ from __future__ import annotations
 import random
 from collections import defaultdict
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
 from searchlab.agent.protocol import parse_trajectory
-from searchlab.agent.rollout import Rollout
+from searchlab.agent.rollout import Rollout, rollout
+from searchlab.jsonl import write_jsonl
 from searchlab.scoring import exact_match
 
 
@@ -94,3 +97,17 @@ def render_markdown(records: Sequence[dict], title: str) -> str:
             lines += [f"**Protocol problems:** {'; '.join(r['problems'])}", ""]
         lines += ["```text", r["completion"].replace("```", "'''"), "```", ""]
     return "\n".join(lines)
+
+
+def write_samples(model: Any, tokenizer: Any, retriever: Any, questions: Sequence[dict], params, out_dir: Path,
+                  title: str) -> dict[str, float]:
+    """Roll the agent out on ``questions``; write ``samples.jsonl`` and ``samples.md`` to ``out_dir``; the rates.
+
+    ``params`` are the :class:`~searchlab.params.RolloutParams`; the result is
+    :func:`protocol_rates` of the episodes.
+    """
+    episodes = rollout(model, tokenizer, retriever, [q["question"] for q in questions], params)
+    records = [trajectory_record(e, q) for e, q in zip(episodes, questions)]
+    write_jsonl(out_dir / "samples.jsonl", records)
+    (out_dir / "samples.md").write_text(render_markdown(records, title))
+    return protocol_rates(episodes, questions)

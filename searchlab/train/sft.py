@@ -83,18 +83,19 @@ def demo_datasets(tokenizer, demos_jsonl: Path, max_length: int):
 
 
 def run_sft(model: ModelParams, params: SFTParams, start: str, demos_jsonl: Path, out_dir: Path, work_dir: Path,
-            accelerate_config: str | None = None, pretrain_corpus: Path | None = None) -> dict:
+            accelerate_config: str | None = None, corpus_jsonl: Path | None = None) -> dict:
     """:func:`train_sft` of the model at ``start`` in ``params.num_processes`` processes under ``accelerate launch``.
 
-    With ``pretrain_corpus`` the model is first pretrained on its passages
-    (``model.tiny.pretrain``, see :mod:`searchlab.train.pretrain`). Checkpoints
-    go to ``work_dir`` (a rerun resumes from them); returns the figures of
-    :func:`train_sft`, and the pretraining's as ``pretrain_*``.
+    A ``tiny`` model is first pretrained on the passages of ``corpus_jsonl``
+    (``model.tiny.pretrain``, see :mod:`searchlab.train.pretrain`) unless its
+    epochs are 0 or no corpus is given. Checkpoints go to ``work_dir`` (a
+    rerun resumes from them); returns the figures of :func:`train_sft`, and
+    the pretraining's as ``pretrain_*``.
     """
+    pretrain = corpus_jsonl is not None and model.name_or_path == "tiny" and model.tiny.pretrain.epochs > 0
     job = {"model": model.model_dump(mode="json"), "sft": params.model_dump(mode="json"), "start": start,
            "demos": str(demos_jsonl), "out_dir": str(out_dir), "work_dir": str(work_dir),
-           "checkpoint_dir": str(work_dir / "checkpoints"),
-           "corpus": str(pretrain_corpus) if pretrain_corpus else None}
+           "checkpoint_dir": str(work_dir / "checkpoints"), "corpus": str(corpus_jsonl) if pretrain else None}
     return launch("searchlab.train.sft_job", job, work_dir, params.num_processes, accelerate_config)
 
 

@@ -170,7 +170,7 @@ def test_the_job_pretrains_the_tiny_model_on_the_corpus_once_then_fine_tunes(dem
                                                       "learning_rate": 3e-3}))
     work = tmp_path / "work"
     figures = run_sft(model, _params(max_steps=4), str(base_model), demos[0], tmp_path / "out", work,
-                      pretrain_corpus=corpus)
+                      corpus_jsonl=corpus)
     assert figures["pretrain_steps"] == 30 and figures["pretrain_examples"] == 80 and figures["steps"] == 4
 
     before, tokenizer = load_model(str(base_model))
@@ -180,7 +180,7 @@ def test_the_job_pretrains_the_tiny_model_on_the_corpus_once_then_fine_tunes(dem
     # a rerun of the job (SFT resumes from its last checkpoint) keeps the finished pretraining as it is
     stamp = (work / "pretrained/pretrain.json").stat().st_mtime_ns
     again = run_sft(model, _params(max_steps=4), str(base_model), demos[0], tmp_path / "out2", work,
-                    pretrain_corpus=corpus)
+                    corpus_jsonl=corpus)
     assert (work / "pretrained/pretrain.json").stat().st_mtime_ns == stamp
     assert again["pretrain_steps"] == figures["pretrain_steps"] and again["resumed_from_step"] == 4
 
