@@ -272,6 +272,9 @@ class SFTParams(Section):
     save_steps: int = Field(50, ge=1, description="checkpoint every this many steps (the unit of resume)")
     logging_steps: int = Field(5, ge=1)
     eval_steps: int = Field(50, ge=1, description="eval loss on the dev demonstrations every this many steps")
+    renamed_copies: int = Field(0, ge=0, description="extra copies of every training demonstration with each "
+                                                       "corpus title in it swapped for another title, so that "
+                                                       "copying names and reading passages pay, memorising does not")
     seed: int = 0
     samples: int = Field(100, ge=0, description="held-out questions the trained agent answers after training, for its "
                                                  "protocol rates and sample trajectories")

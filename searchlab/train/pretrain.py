@@ -6,14 +6,14 @@ pretraining instead, on two kinds of examples:
 
 * the corpus passages, with the usual next-token loss: the names, and how the
   facts are phrased;
-* *copy drills*: a list of passage titles, a newline, and the same titles
-  again in another order, with the loss on the repeat only. An agent must copy
-  names it has read (from the question into its query, from a passage into its
+* *copy drills*: 3 to 12 random words from the passage titles, then the same
+  words again, with the loss on the repeat only. An agent must copy names it
+  has read (from the question into its query, from a passage into its
   answer); a small transformer does that with an *induction head* (find the
   earlier occurrence of the current token, copy what followed it), which on
-  passages alone forms far too slowly for a laptop's budget. In a drill only
-  induction predicts the rest of a title from its first token; the new order
-  keeps the model from copying by position instead.
+  passages alone does not form within a laptop's budget. In a drill only
+  induction predicts the repeat, and the varying length keeps the model from
+  copying by a fixed offset instead.
 
 Examples are pre-tokenized with labels (``-100`` where no loss is taken), like
 the SFT demonstrations, and trained with TRL's ``SFTTrainer``, resumable from
@@ -37,7 +37,7 @@ from searchlab.train.common import (
 )
 
 IGNORE = -100
-NAMES_PER_DRILL = 6
+DRILL_WORDS = (3, 12)  # fewest and most words in a copy drill
 
 
 def passage_title(contents: str) -> str:
@@ -46,13 +46,13 @@ def passage_title(contents: str) -> str:
 
 
 def copy_drills(titles: list[str], n: int, seed: int) -> list[tuple[str, str]]:
-    """``n`` drills as (list, repeat): ``NAMES_PER_DRILL`` random titles joined by commas, then reshuffled."""
+    """``n`` drills as (words, repeat): a random number (``DRILL_WORDS``) of random title words, twice."""
     rng = random.Random(seed)
-    unique = sorted(set(titles))
+    words = sorted({word for title in titles for word in title.split()})
     drills = []
     for _ in range(n):
-        names = rng.sample(unique, min(NAMES_PER_DRILL, len(unique)))
-        drills.append((", ".join(names) + "\n", ", ".join(rng.sample(names, len(names)))))
+        listed = " " + " ".join(rng.sample(words, min(rng.randint(*DRILL_WORDS), len(words))))
+        drills.append((listed + ".\n", listed))  # both with a leading space: the same tokens twice
     return drills
 
 

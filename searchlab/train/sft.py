@@ -30,6 +30,8 @@ from searchlab.train.common import (
     trainer_settings,
 )
 from searchlab.train.launch import launch
+from searchlab.train.pretrain import passage_title
+from searchlab.train.renaming import rename_demos
 
 IGNORE = -100  # the label PyTorch's cross-entropy skips
 
@@ -69,17 +71,30 @@ def encode_demo(tokenizer, prompt: str, completion: str, max_length: int) -> dic
     return {"input_ids": ids[:max_length], "labels": labels[:max_length]}
 
 
-def demo_datasets(tokenizer, demos_jsonl: Path, max_length: int):
-    """(train, dev) ``datasets.Dataset`` of encoded demonstrations, split by the demos' ``split`` field."""
+def demo_datasets(tokenizer, demos_jsonl: Path, max_length: int, renamed_copies: int = 0,
+                  corpus_jsonl: Path | None = None, seed: int = 0):
+    """(train, dev) ``datasets.Dataset`` of encoded demonstrations, split by the demos' ``split`` field.
+
+    The training set gets ``renamed_copies`` more copies of each demonstration
+    with the titles of ``corpus_jsonl``'s passages swapped (:mod:`searchlab.train.renaming`).
+    """
     from datasets import Dataset
 
-    rows = {"train": [], "dev": []}
+    demos = {"train": [], "dev": []}
     for d in read_jsonl(demos_jsonl):
-        rows["dev" if d["split"] == "dev" else "train"].append(encode_demo(tokenizer, d["prompt"], d["completion"],
-                                                                          max_length))
-    if not rows["train"]:
+        demos["dev" if d["split"] == "dev" else "train"].append(d)
+    if not demos["train"]:
         raise ValueError(f"{demos_jsonl}: no training demonstrations")
-    return Dataset.from_list(rows["train"]), Dataset.from_list(rows["dev"]) if rows["dev"] else None
+    if renamed_copies:
+        if corpus_jsonl is None:
+            raise ValueError("sft.renamed_copies needs the corpus, whose passage titles are swapped")
+        titles = (passage_title(r["contents"]) for _, r in iter_jsonl(corpus_jsonl))
+        demos["train"] += rename_demos(demos["train"], titles, renamed_copies, seed)
+
+    def encoded(split: str):
+        return [encode_demo(tokenizer, d["prompt"], d["completion"], max_length) for d in demos[split]]
+
+    return Dataset.from_list(encoded("train")), Dataset.from_list(encoded("dev")) if demos["dev"] else None
 
 
 def run_sft(model: ModelParams, params: SFTParams, start: str, demos_jsonl: Path, out_dir: Path, work_dir: Path,
@@ -88,30 +103,34 @@ def run_sft(model: ModelParams, params: SFTParams, start: str, demos_jsonl: Path
 
     A ``tiny`` model is first pretrained on the passages of ``corpus_jsonl``
     (``model.tiny.pretrain``, see :mod:`searchlab.train.pretrain`) unless its
-    epochs are 0 or no corpus is given. Checkpoints go to ``work_dir`` (a
+    epochs are 0 or no corpus is given; the corpus titles also serve
+    ``sft.renamed_copies``. Checkpoints go to ``work_dir`` (a
     rerun resumes from them); returns the figures of :func:`train_sft`, and
     the pretraining's as ``pretrain_*``.
     """
     pretrain = corpus_jsonl is not None and model.name_or_path == "tiny" and model.tiny.pretrain.epochs > 0
     job = {"model": model.model_dump(mode="json"), "sft": params.model_dump(mode="json"), "start": start,
            "demos": str(demos_jsonl), "out_dir": str(out_dir), "work_dir": str(work_dir),
-           "checkpoint_dir": str(work_dir / "checkpoints"), "corpus": str(corpus_jsonl) if pretrain else None}
+           "checkpoint_dir": str(work_dir / "checkpoints"), "pretrain": pretrain,
+           "corpus": str(corpus_jsonl) if corpus_jsonl is not None else None}
     return launch("searchlab.train.sft_job", job, work_dir, params.num_processes, accelerate_config)
 
 
 def train_sft(params: SFTParams, model, tokenizer, demos_jsonl: Path, out_dir: Path, checkpoint_dir: Path,
-              callbacks: list | None = None) -> dict | None:
+              callbacks: list | None = None, corpus_jsonl: Path | None = None) -> dict | None:
     """Fine-tune ``model`` on the demonstrations, save it with its tokenizer to ``out_dir``; return the figures.
 
     Resumes from the newest checkpoint in ``checkpoint_dir`` if there is one.
-    Writes ``out_dir/train_log.jsonl`` (the Trainer's log history: loss,
-    learning rate, eval loss by step) for the caller to chart. In a
+    ``corpus_jsonl`` gives the titles for ``params.renamed_copies``. Writes
+    ``out_dir/train_log.jsonl`` (the Trainer's log history: loss, learning
+    rate, eval loss by step) for the caller to chart. In a
     multi-process run only the main process writes and returns figures; the
     others return None.
     """
     from trl import SFTConfig
 
-    train, dev = demo_datasets(tokenizer, demos_jsonl, params.max_length)
+    train, dev = demo_datasets(tokenizer, demos_jsonl, params.max_length, params.renamed_copies, corpus_jsonl,
+                               params.seed)
     resume = resume_point(checkpoint_dir)
     args = SFTConfig(
         **trainer_settings(checkpoint_dir, params.seed, params.save_steps, params.logging_steps),

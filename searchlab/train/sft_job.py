@@ -45,12 +45,13 @@ def main(job_file: str) -> None:
     if job.get("exit_with_launcher"):
         exit_with_launcher()
     model_params, sft_params = ModelParams(**job["model"]), SFTParams(**job["sft"])
-    start, pretrain = _pretrained(job, model_params) if job.get("corpus") else (job["start"], {})
+    start, pretrain = _pretrained(job, model_params) if job["pretrain"] else (job["start"], {})
     # loaded on the CPU ("auto": full precision there); the Trainer moves it to this rank's device and mixes
     # precision itself (bf16 autocast on GPUs that have it)
     model, tokenizer = load_model(start, model_params.trust_remote_code, model_params.dtype, device="cpu")
+    corpus = Path(job["corpus"]) if job["corpus"] else None
     figures = train_sft(sft_params, model, tokenizer, Path(job["demos"]), Path(job["out_dir"]),
-                        Path(job["checkpoint_dir"]))
+                        Path(job["checkpoint_dir"]), corpus_jsonl=corpus)
     if figures is not None:  # the main process
         figures.update({f"pretrain_{name}": value for name, value in pretrain.items()})
         Path(job["result"]).write_text(json.dumps(figures))

@@ -185,19 +185,22 @@ def test_the_job_pretrains_the_tiny_model_on_the_corpus_once_then_fine_tunes(dem
     assert again["pretrain_steps"] == figures["pretrain_steps"] and again["resumed_from_step"] == 4
 
 
-def test_copy_drills_repeat_their_titles_reordered_with_the_loss_on_the_repeat_only(base_model, tmp_path):
+def test_copy_drills_repeat_title_words_with_the_loss_on_the_repeat_only(base_model, tmp_path):
     tokenizer = load_model(str(base_model))[1]
+    titles = [f"{city} River" for city in CITIES] + CITIES
     corpus = tmp_path / "corpus.jsonl"
-    corpus.write_text("".join(json.dumps({"id": f"d{i}", "contents": f'"{c}"\n{c} is a city.'}) + "\n"
-                              for i, c in enumerate(CITIES)))
-    examples = pretraining_examples(tokenizer, corpus, TinyPretrainParams(copy_drills=5, max_length=64), seed=0)
+    corpus.write_text("".join(json.dumps({"id": f"d{i}", "contents": f'"{t}"\n{t} is a place.'}) + "\n"
+                              for i, t in enumerate(titles)))
+    examples = pretraining_examples(tokenizer, corpus, TinyPretrainParams(copy_drills=20, max_length=64), seed=0)
     passages = [e for e in examples if IGNORE not in e["labels"]]
     drills = [e for e in examples if IGNORE in e["labels"]]
-    assert len(passages) == len(CITIES) and len(drills) == 5
+    assert len(passages) == len(titles) and len(drills) == 20
     assert all(p["labels"] == p["input_ids"] and p["input_ids"][-1] == tokenizer.eos_token_id for p in passages)
+    lengths = set()
     for d in drills:
-        text = tokenizer.decode(d["input_ids"][:-1])
-        first, repeat = text.split("\n")
-        assert sorted(first.split(", ")) == sorted(repeat.split(", ")) == sorted(set(first.split(", ")))
-        assert set(first.split(", ")) <= set(CITIES) and len(first.split(", ")) == 6
+        first, repeat = tokenizer.decode(d["input_ids"][:-1]).split(".\n")
+        words = first.split()
+        assert repeat == first and len(set(words)) == len(words) and set(words) <= set(CITIES) | {"River"}
         assert tokenizer.decode([t for t in d["labels"] if t != IGNORE]) == repeat + tokenizer.eos_token
+        lengths.add(len(words))
+    assert min(lengths) >= 3 and max(lengths) <= 7 and len(lengths) > 1  # at most the 7 distinct words there are

@@ -1,0 +1,63 @@
+"""Renamed copies of the demonstrations: every entity title in a demonstration swapped for another one.
+
+Trained for several epochs on the same demonstrations, a small model lowers
+its loss by memorising: "Stimina Rembroumsen" in the question predicts
+"Stimina" in the query because that pair was seen, and "Althouhelm" in the
+answer because the fact was seen. Neither carries over to a held-out
+question. In a renamed copy the entity is another one, while its query and
+its answer must still be copied, from the question and from the retrieved
+passages; so only copying and reading lower the loss on every copy, which is
+what the agent needs at test time.
+
+A copy replaces each corpus title found in the prompt and the completion
+(questions, thoughts, queries, ``<information>`` passages, the answer) by a
+random other title with as many words, the same one everywhere in the
+demonstration, so the copy stays consistent with itself. The corpus titles
+are the first lines of its passages, so this works for any corpus.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Iterable
+
+_TRIES = 20  # random draws for an unused title of the right length before a title is kept as it is
+
+
+class TitleRenamer:
+    """Swaps whole corpus titles in a text for other titles, consistently within one call."""
+
+    def __init__(self, titles: Iterable[str]):
+        unique = sorted({t for t in titles if t.strip()}, key=lambda t: (-len(t), t))  # longest first: no partial match
+        if not unique:
+            raise ValueError("no titles to rename with")
+        self._by_words: dict[int, list[str]] = {}
+        for title in unique:
+            self._by_words.setdefault(len(title.split()), []).append(title)
+        self._pattern = re.compile(r"(?<!\w)(?:" + "|".join(map(re.escape, unique)) + r")(?!\w)")
+
+    def rename(self, texts: list[str], rng: random.Random) -> list[str]:
+        """``texts`` with every title they mention replaced by another title of as many words (one mapping for all)."""
+        found = sorted({match for text in texts for match in self._pattern.findall(text)})
+        taken, mapping = set(found), {}
+        for title in found:
+            pool = self._by_words[len(title.split())]
+            for _ in range(_TRIES):  # else keep it: too few titles of that length to swap with
+                other = rng.choice(pool)
+                if other not in taken:
+                    mapping[title] = other
+                    taken.add(other)
+                    break
+        return [self._pattern.sub(lambda m: mapping.get(m.group(0), m.group(0)), text) for text in texts]
+
+
+def rename_demos(demos: list[dict], titles: Iterable[str], copies: int, seed: int) -> list[dict]:
+    """``copies`` renamed copies of each demonstration (prompt and completion renamed together), in order."""
+    renamer, rng = TitleRenamer(titles), random.Random(seed)
+    out = []
+    for _ in range(copies):
+        for demo in demos:
+            prompt, completion = renamer.rename([demo["prompt"], demo["completion"]], rng)
+            out.append({**demo, "prompt": prompt, "completion": completion})
+    return out
