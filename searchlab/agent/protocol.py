@@ -43,6 +43,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from searchlab.corpus.importers import split_contents
 from searchlab.retrieval.base import Hit, Retriever
 
 # ---------------------------------------------------------------- tags
@@ -116,12 +117,9 @@ def _defuse(text: str) -> str:
 
 
 def _title_and_text(contents: str) -> tuple[str, str]:
-    """Split a corpus passage ``"Title"\\ntext`` into ``(Title, text)`` (quotes removed)."""
-    title, _, text = contents.partition("\n")
-    title = title.strip()
-    if len(title) >= 2 and title[0] == '"' and title[-1] == '"':
-        title = title[1:-1]
-    return _defuse(title.strip()), _defuse(text.strip())
+    """Split a corpus passage ``"Title"\\ntext`` into ``(Title, text)``, with any protocol tag in them defused."""
+    title, text = split_contents(contents)
+    return _defuse(title), _defuse(text)
 
 
 def _passage(number: int, title: str, text: str) -> str:

@@ -17,12 +17,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from searchlab.corpus.importers import import_beir, import_jsonl, import_parquet
+from searchlab.corpus.importers import (
+    import_beir,
+    import_jsonl,
+    import_parquet,
+    split_contents,
+)
 from searchlab.corpus.records import import_records
 from searchlab.corpus.world import generate_world
 from searchlab.params import CorpusParams
 
-__all__ = ["build_corpus", "generate_world", "import_beir", "import_jsonl", "import_parquet", "import_records"]
+__all__ = ["build_corpus", "generate_world", "import_beir", "import_jsonl", "import_parquet", "import_records",
+           "split_contents"]
 
 _IMPORTERS = {"jsonl": import_jsonl, "parquet": import_parquet, "beir": import_beir}
 

@@ -110,6 +110,15 @@ def passage(record: Any, id_key: str, path: Path | str, line: int) -> tuple[str,
     return pid, f'"{title}"\n{text}'
 
 
+def split_contents(contents: str) -> tuple[str, str]:
+    """``(title, text)`` of a passage's ``contents`` (``"Title"\\ntext``), the title without its quotes."""
+    title, _, text = contents.partition("\n")
+    title = title.strip()
+    if len(title) >= 2 and title[0] == '"' and title[-1] == '"':
+        title = title[1:-1]
+    return title.strip(), text.strip()
+
+
 def jsonl_records(path: Path) -> Iterator[tuple[int, Any]]:
     """Yield ``(line_number, record or RecordError)`` for each non-blank line of a ``.jsonl`` or ``.jsonl.gz`` file.
 

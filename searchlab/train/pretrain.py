@@ -26,6 +26,7 @@ import random
 import time
 from pathlib import Path
 
+from searchlab.corpus.importers import split_contents
 from searchlab.jsonl import iter_jsonl
 from searchlab.params import TinyPretrainParams
 from searchlab.train.common import (
@@ -38,11 +39,6 @@ from searchlab.train.common import (
 
 IGNORE = -100
 DRILL_WORDS = (3, 12)  # fewest and most words in a copy drill
-
-
-def passage_title(contents: str) -> str:
-    """The title of a corpus passage (``"Title"\\ntext``), without its quotes."""
-    return contents.split("\n", 1)[0].strip().strip('"')
 
 
 def copy_drills(titles: list[str], n: int, seed: int) -> list[tuple[str, str]]:
@@ -63,7 +59,7 @@ def pretraining_examples(tokenizer, corpus_jsonl: Path, params: TinyPretrainPara
 
     eos, examples, titles = tokenizer.eos_token_id, [], []
     for _, record in iter_jsonl(corpus_jsonl):
-        titles.append(passage_title(record["contents"]))
+        titles.append(split_contents(record["contents"])[0])
         tokens = ids(record["contents"])[:params.max_length - 1] + [eos]
         examples.append({"input_ids": tokens, "labels": tokens})
     for first, repeat in copy_drills(titles, params.copy_drills, seed):

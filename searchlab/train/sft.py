@@ -19,6 +19,7 @@ from pathlib import Path
 
 from searchlab.agent.protocol import environment_spans
 from searchlab.agent.rollout import encode_completion, encode_prompt
+from searchlab.corpus.importers import split_contents
 from searchlab.jsonl import iter_jsonl, read_jsonl
 from searchlab.model import bootstrap_tiny
 from searchlab.params import ModelParams, SFTParams
@@ -30,7 +31,6 @@ from searchlab.train.common import (
     trainer_settings,
 )
 from searchlab.train.launch import launch
-from searchlab.train.pretrain import passage_title
 from searchlab.train.renaming import rename_demos
 
 IGNORE = -100  # the label PyTorch's cross-entropy skips
@@ -88,7 +88,7 @@ def demo_datasets(tokenizer, demos_jsonl: Path, max_length: int, renamed_copies:
     if renamed_copies:
         if corpus_jsonl is None:
             raise ValueError("sft.renamed_copies needs the corpus, whose passage titles are swapped")
-        titles = (passage_title(r["contents"]) for _, r in iter_jsonl(corpus_jsonl))
+        titles = (split_contents(r["contents"])[0] for _, r in iter_jsonl(corpus_jsonl))
         demos["train"] += rename_demos(demos["train"], titles, renamed_copies, seed)
 
     def encoded(split: str):
