@@ -211,8 +211,8 @@ class TinyPretrainParams(Section):
     """Pretraining of the tiny model before SFT: corpus passages and copy drills (a real checkpoint had its own)."""
 
     epochs: float = Field(1.0, ge=0, description="passes over the passages and drills (0: no pretraining)")
-    copy_drills: int = Field(10000, ge=0, description="lists of titles to repeat: they teach the model to copy")
-    learning_rate: float = Field(3e-3, gt=0)
+    copy_drills: int = Field(20000, ge=0, description="lists of title words to repeat: they teach the model to copy")
+    learning_rate: float = Field(1e-3, gt=0)
     batch_size: int = Field(32, ge=1, description="examples per device per step")
     max_length: int = Field(256, ge=16, description="tokens per example; longer passages keep their start")
     save_steps: int = Field(100, ge=1, description="checkpoint every this many steps (the unit of resume)")
@@ -261,9 +261,9 @@ class RolloutParams(Section):
 class SFTParams(Section):
     """Supervised fine-tuning on the demonstrations (TRL ``SFTTrainer``; loss only on the agent's own tokens)."""
 
-    epochs: float = Field(4.0, gt=0)
+    epochs: float = Field(3.0, gt=0)
     max_steps: int = Field(-1, description="stop after this many optimizer steps (-1: run all epochs)")
-    learning_rate: float = Field(3e-3, gt=0)
+    learning_rate: float = Field(1e-3, gt=0)
     batch_size: int = Field(8, ge=1, description="sequences per device per step")
     grad_accum: int = Field(1, ge=1)
     max_length: int = Field(1024, ge=32, description="tokens per example (prompt + completion), longer are truncated")

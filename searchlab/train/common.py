@@ -47,8 +47,18 @@ def run_figures(trainer, resume: str | None, tokens_before: int, seconds: float)
             "tokens_per_s": round((trainer.state.num_input_tokens_seen - tokens_before) / seconds, 1)}
 
 
+MEGA_BATCH = 4  # batches whose examples are sorted by length together
+
+
 def make_trainer(seed: int, **kwargs):
-    """TRL's ``SFTTrainer`` with a length-grouped training order drawn from ``seed`` and the epoch alone.
+    """TRL's ``SFTTrainer`` with a mildly length-grouped training order drawn from ``seed`` and the epoch alone.
+
+    The Trainer groups by length over 50 batches at a time: every batch then
+    holds examples of one length, which on this data are examples of one kind,
+    and the tiny model learned far less from such batches (an induction head
+    that forms in 750 steps of random batches did not form at all). Sorting
+    only ``MEGA_BATCH`` random batches at a time keeps most of the randomness
+    and still saves most of the padding.
 
     The Trainer's own length-grouped sampler draws each epoch's order from the
     global random state as it is when the epoch starts. A run resumed in a later
@@ -58,12 +68,18 @@ def make_trainer(seed: int, **kwargs):
     ``seed + e`` (accelerate's data loader calls ``set_epoch`` every epoch).
     """
     import torch
-    from transformers.trainer_pt_utils import LengthGroupedSampler
+    from transformers.trainer_pt_utils import (
+        LengthGroupedSampler,
+        get_length_grouped_indices,
+    )
     from trl import SFTTrainer
 
     class EpochSeededLengthGroupedSampler(LengthGroupedSampler):
         def set_epoch(self, epoch: int) -> None:
             self.generator = torch.Generator().manual_seed(seed + epoch)
+
+        def __iter__(self):
+            return iter(get_length_grouped_indices(self.lengths, self.batch_size, MEGA_BATCH, self.generator))
 
     class Trainer(SFTTrainer):
         def _get_train_sampler(self, train_dataset=None):

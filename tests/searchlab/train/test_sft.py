@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -22,7 +23,7 @@ from searchlab.agent.protocol import (
 from searchlab.model import bootstrap_tiny, load_model
 from searchlab.params import ModelParams, SFTParams, TinyModelParams, TinyPretrainParams
 from searchlab.retrieval.base import Hit
-from searchlab.train.pretrain import pretraining_examples
+from searchlab.train.pretrain import copy_accuracy, pretraining_examples
 from searchlab.train.sft import IGNORE, encode_demo, run_sft, train_sft
 
 CITIES = ["Kelmora", "Vosshorby", "Althouhelm", "Rimkoulford", "Halkrelt", "Basrourn"]
@@ -185,22 +186,62 @@ def test_the_job_pretrains_the_tiny_model_on_the_corpus_once_then_fine_tunes(dem
     assert again["pretrain_steps"] == figures["pretrain_steps"] and again["resumed_from_step"] == 4
 
 
-def test_copy_drills_repeat_title_words_with_the_loss_on_the_repeat_only(base_model, tmp_path):
+def test_copy_drills_repeat_title_words_set_in_passage_text_with_the_loss_on_the_repeat_only(base_model, tmp_path):
     tokenizer = load_model(str(base_model))[1]
     titles = [f"{city} River" for city in CITIES] + CITIES
     corpus = tmp_path / "corpus.jsonl"
-    corpus.write_text("".join(json.dumps({"id": f"d{i}", "contents": f'"{t}"\n{t} is a place.'}) + "\n"
+    corpus.write_text("".join(json.dumps({"id": f"d{i}", "contents": f'"{t}"\n{t} is a place by the sea.'}) + "\n"
                               for i, t in enumerate(titles)))
-    examples = pretraining_examples(tokenizer, corpus, TinyPretrainParams(copy_drills=20, max_length=64), seed=0)
+    examples = pretraining_examples(tokenizer, [json.loads(line)["contents"] for line in corpus.read_text().splitlines()],
+                                    TinyPretrainParams(copy_drills=40, max_length=64), seed=0)
     passages = [e for e in examples if IGNORE not in e["labels"]]
     drills = [e for e in examples if IGNORE in e["labels"]]
-    assert len(passages) == len(titles) and len(drills) == 20
+    assert len(passages) == len(titles) and len(drills) == 40
     assert all(p["labels"] == p["input_ids"] and p["input_ids"][-1] == tokenizer.eos_token_id for p in passages)
-    lengths = set()
+    lengths, starts, gaps = set(), set(), set()
     for d in drills:
-        first, repeat = tokenizer.decode(d["input_ids"][:-1]).split(".\n")
-        words = first.split()
-        assert repeat == first and len(set(words)) == len(words) and set(words) <= set(CITIES) | {"River"}
-        assert tokenizer.decode([t for t in d["labels"] if t != IGNORE]) == repeat + tokenizer.eos_token
+        context = d["input_ids"][:d["labels"].count(IGNORE)]
+        repeat = [t for t in d["labels"] if t != IGNORE]
+        assert repeat[-1] == tokenizer.eos_token_id
+        words, repeat = tokenizer.decode(repeat[:-1]).split(), repeat[:-1]
+        assert len(set(words)) == len(words) and set(words) <= set(CITIES) | {"River"}
+        # the context holds the same tokens once, at a varying place and distance from the repeat
+        first = [i for i in range(len(context)) if context[i:i + len(repeat)] == repeat]
+        assert len(first) == 1
         lengths.add(len(words))
+        starts.add(first[0])
+        gaps.add(len(context) - first[0] - len(repeat))
     assert min(lengths) >= 3 and max(lengths) <= 7 and len(lengths) > 1  # at most the 7 distinct words there are
+    assert len(starts) > 5 and len(gaps) > 5 and min(gaps) >= 1  # a separator at least, then text of any length
+
+
+class _InductionOracle(torch.nn.Module):
+    """A model that copies perfectly: it finds the longest earlier match of the text so far and predicts what followed."""
+
+    device = torch.device("cpu")
+
+    def __init__(self, vocab_size: int):
+        super().__init__()
+        self.vocab_size = vocab_size
+
+    def forward(self, input_ids):
+        ids = input_ids[0].tolist()
+        logits = torch.zeros(1, len(ids), self.vocab_size)
+        for i in range(len(ids)):
+            longest, follower = 0, None
+            for j in range(i):
+                match = 0
+                while match <= j and ids[j - match] == ids[i - match]:
+                    match += 1
+                if match and match >= longest:
+                    longest, follower = match, ids[j + 1]
+            if follower is not None:
+                logits[0, i, follower] = 1.0
+        return SimpleNamespace(logits=logits)
+
+
+def test_copy_accuracy_scores_a_perfect_copier_1_and_an_untrained_model_near_0(base_model):
+    model, tokenizer = load_model(str(base_model))
+    passages = [f'"{city} River"\n{city} River runs by {city}.' for city in CITIES]
+    assert copy_accuracy(_InductionOracle(len(tokenizer)), tokenizer, passages, seed=0, lists=5, size=6) == 1.0
+    assert copy_accuracy(model, tokenizer, passages, seed=0, lists=5, size=6) < 0.3
