@@ -1,0 +1,109 @@
+"""Every selected model × system on every benchmark, resumable per shard, into metrics, predictions and a report.
+
+A *shard* is one (benchmark, model, system): its questions are rolled out in
+batches (:func:`searchlab.eval.systems.run_system`) and its per-question records
+(:func:`searchlab.eval.metrics.question_record`) are written to one file in the
+shard folder, atomically. A rerun after a crash loads the finished shards and
+computes only the rest; a model is loaded only when one of its shards is missing.
+
+Outputs in ``out_dir``: ``metrics.json`` (see :func:`run_evaluation`),
+``predictions/<benchmark>/<model>-<system>.jsonl`` (every record with its full
+trajectory), ``report.md``, ``em.png`` and ``searches.png``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from searchlab.eval.benchmarks import Question
+from searchlab.eval.metrics import compare, question_record, summarize
+from searchlab.eval.report import (
+    plot_em,
+    plot_search_counts,
+    write_atomically,
+    write_report,
+)
+from searchlab.eval.systems import run_system
+from searchlab.jsonl import write_jsonl
+from searchlab.params import RolloutParams
+
+# the paired tests every model gets, when both systems ran: does searching beat one-shot retrieval, and the book?
+COMPARISONS = (("agent", "rag"), ("agent", "direct"))
+
+
+def _shard(path: Path, compute: Callable[[], dict]) -> dict:
+    """The shard's ``{"records", "seconds"}``: read back if a previous run finished it, else computed and saved."""
+    if path.is_file():
+        return json.loads(path.read_text())
+    shard = compute()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomically(path, lambda out: out.write(json.dumps(shard).encode()))
+    return shard
+
+
+def run_evaluation(models: Mapping[str, Callable[[], tuple[Any, Any]]], systems: Sequence[str],
+                   benchmarks: Mapping[str, list[Question]], retriever, params: RolloutParams, out_dir: Path,
+                   shard_dir: Path, resamples: int = 2000, seed: int = 0,
+                   progress: Callable[[str], None] = lambda message: None) -> dict[str, Any]:
+    """Evaluate, write the outputs, and return the results (also written as ``metrics.json``).
+
+    ``models`` maps a model's name (``"sft"``) to a function that loads it as
+    ``(model, tokenizer)``; ``benchmarks`` maps a benchmark's name to its
+    questions. Results: ``{"benchmarks": {name: {"questions", "systems":
+    {"<model>/<system>": summary}, "comparisons": {"<model>/agent vs
+    <model>/rag": paired test on EM}}}, "throughput": {"<model>/<system>":
+    {"questions_per_s"}}}``.
+    """
+    loaded: dict[str, tuple[Any, Any]] = {}
+
+    def agent(name: str) -> tuple[Any, Any]:
+        if name not in loaded:
+            loaded[name] = models[name]()
+        return loaded[name]
+
+    results: dict[str, Any] = {"benchmarks": {}, "throughput": {}}
+    search_counts: dict[str, dict[str, list[int]]] = {}
+    timing: dict[str, list[float]] = {}  # system key -> [questions, seconds]
+    for benchmark, questions in benchmarks.items():
+        records_by_key: dict[str, list[dict]] = {}
+        for name in models:
+            for system in systems:
+                key = f"{name}/{system}"
+                progress(f"evaluate: {benchmark} {key} ({len(questions)} questions)")
+
+                def compute(name=name, system=system, questions=questions) -> dict:
+                    model, tokenizer = agent(name)  # loading is not part of the timed rollouts
+                    started = time.perf_counter()
+                    episodes = run_system(system, model, tokenizer, retriever, [q.question for q in questions],
+                                          params)
+                    return {"records": [question_record(q, e) for q, e in zip(questions, episodes)],
+                            "seconds": time.perf_counter() - started}
+
+                shard = _shard(shard_dir / benchmark / f"{name}-{system}.json", compute)
+                records_by_key[key] = shard["records"]
+                total = timing.setdefault(key, [0, 0.0])
+                total[0] += len(questions)
+                total[1] += shard["seconds"]
+                predictions = out_dir / "predictions" / benchmark
+                predictions.mkdir(parents=True, exist_ok=True)
+                write_jsonl(predictions / f"{name}-{system}.jsonl", shard["records"])
+        results["benchmarks"][benchmark] = {
+            "questions": len(questions),
+            "systems": {key: summarize(records, resamples, seed) for key, records in records_by_key.items()},
+            "comparisons": {f"{name}/{a} vs {name}/{b}": compare(records_by_key[f"{name}/{a}"],
+                                                                records_by_key[f"{name}/{b}"], "em", resamples, seed)
+                            for name in models for a, b in COMPARISONS
+                            if f"{name}/{a}" in records_by_key and f"{name}/{b}" in records_by_key},
+        }
+        search_counts[benchmark] = {key: [r["searches"] for r in records] for key, records in records_by_key.items()}
+    results["throughput"] = {key: {"questions_per_s": round(n / seconds, 3) if seconds else 0.0}
+                             for key, (n, seconds) in timing.items()}
+    write_atomically(out_dir / "metrics.json", lambda out: out.write(json.dumps(results, indent=1).encode()))
+    write_report(out_dir / "report.md", results)
+    plot_em(results, out_dir / "em.png")
+    plot_search_counts(search_counts, out_dir / "searches.png")
+    return results

@@ -1,0 +1,63 @@
+"""A whole evaluation with a real (scripted) tiny model, tokenizer and BM25 index: outputs, and resume per shard."""
+
+from __future__ import annotations
+
+import json
+
+from searchlab.eval.benchmarks import Question
+from searchlab.eval.run import run_evaluation
+from tests.searchlab.agent.test_rollout import SCRIPTS, Scripted, params
+
+BENCHMARKS = {
+    "capitals": [Question("c1", "What is the capital of Japan?", ["Tokyo"], {}),
+                 Question("c2", "What is the capital of Norway?", ["Oslo"], {"evidence": ["oslo"]})],
+    "people": [Question("p1", "Who discovered penicillin?", ["Alexander Fleming"], {})],
+}
+
+
+def _evaluate(model, tok, bm25, tmp_path, loads: list[str]):
+    def load():
+        loads.append("sft")
+        return Scripted(model, tok), tok
+
+    return run_evaluation({"sft": load}, ["direct", "rag", "agent"], BENCHMARKS, bm25, params(),
+                          tmp_path / "out", tmp_path / "shards", resamples=200)
+
+
+def test_every_system_on_every_benchmark_then_a_rerun_computes_only_missing_shards(model, tok, bm25, tmp_path,
+                                                                                  monkeypatch):
+    # rag shows passages first, so every question needs a scripted turn after one environment reply
+    monkeypatch.setitem(SCRIPTS, "What is the capital of Japan?", ["<answer>Tokyo</answer>"] * 2)
+    loads: list[str] = []
+    results = _evaluate(model, tok, bm25, tmp_path, loads)
+    capitals = results["benchmarks"]["capitals"]
+    assert capitals["questions"] == 2 and list(capitals["systems"]) == ["sft/direct", "sft/rag", "sft/agent"]
+    # scripted: Japan is answered at once; Norway only after a search, which direct never runs
+    assert capitals["systems"]["sft/direct"]["em"]["mean"] == 0.5
+    assert capitals["systems"]["sft/agent"]["em"]["mean"] == 1.0
+    people = results["benchmarks"]["people"]["systems"]
+    assert people["sft/agent"]["em"]["mean"] == 1.0 and people["sft/direct"]["em"]["mean"] == 0.0
+    assert set(capitals["comparisons"]) == {"sft/agent vs sft/rag", "sft/agent vs sft/direct"}
+    assert capitals["comparisons"]["sft/agent vs sft/direct"]["difference"] == 0.5
+    assert set(results["throughput"]) == {"sft/direct", "sft/rag", "sft/agent"}
+    assert all(t["questions_per_s"] > 0 for t in results["throughput"].values())
+    assert loads == ["sft"]  # loaded once for all shards
+
+    out = tmp_path / "out"
+    assert json.loads((out / "metrics.json").read_text()) == results
+    agent = [json.loads(line) for line in (out / "predictions/capitals/sft-agent.jsonl").read_text().splitlines()]
+    assert [r["prediction"] for r in agent] == ["Tokyo", "Oslo"] and "<search>" in agent[1]["completion"]
+    assert "sft/agent" in (out / "report.md").read_text()
+    assert all((out / name).read_bytes().startswith(b"\x89PNG") for name in ("em.png", "searches.png"))
+    assert not list(tmp_path.rglob("*.tmp"))
+
+    # a rerun loads every finished shard: the model is not even loaded, and the results are the same
+    again = _evaluate(model, tok, bm25, tmp_path, loads)
+    assert loads == ["sft"] and again == results
+    # with one shard lost (a crash before it was written), only that shard is computed again
+    (tmp_path / "shards/people/sft-rag.json").unlink()
+    bm25.calls.clear()
+    redone = _evaluate(model, tok, bm25, tmp_path, loads)["benchmarks"]["people"]["systems"]["sft/rag"]
+    assert {k: v for k, v in redone.items() if k != "seconds"} == \
+        {k: v for k, v in results["benchmarks"]["people"]["systems"]["sft/rag"].items() if k != "seconds"}
+    assert loads == ["sft", "sft"] and bm25.calls == [(["Who discovered penicillin?"], params().topk)]
