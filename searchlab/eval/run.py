@@ -57,6 +57,10 @@ def run_evaluation(models: Mapping[str, Callable[[], tuple[Any, Any]]], systems:
     {"<model>/<system>": summary}, "comparisons": {"<model>/agent vs
     <model>/rag": paired test on EM}}}, "throughput": {"<model>/<system>":
     {"questions_per_s"}}}``.
+
+    A finished shard in ``shard_dir`` is trusted as it is, so the folder must
+    belong to exactly these models, questions and params (a stage's resume
+    folder, named by its fingerprint, is).
     """
     loaded: dict[str, tuple[Any, Any]] = {}
 
