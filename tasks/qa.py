@@ -15,7 +15,7 @@ STAGE = Stage(
     upstream=("corpus", "index"),
     reads=("qa", "retriever"),
     code=("searchlab.synth", "searchlab.agent", "searchlab.scoring", "searchlab.retrieval", "searchlab.jsonl",
-          "tasks.qa"),
+          "searchlab.files", "tasks.qa"),
     build=_build,
     reports=("datasheet.md", "stats.json"),
 )

@@ -4,8 +4,8 @@ After training, a few held-out questions (each with the passages its answer
 needs, ``evidence``) are rolled out. :func:`protocol_rates` says how often the
 agent searched well-formedly, found the needed passages and answered;
 :func:`trajectory_record` and :func:`render_markdown` keep the trajectories for
-people to read, and :func:`write_samples` does all of it for one model. Answer accuracy is the evaluation stage's business; EM here is
-a first look only.
+people to read, and :func:`write_samples` does all of it for one model. Answer
+accuracy is the evaluation stage's business; EM here is a first look only.
 """
 
 from __future__ import annotations

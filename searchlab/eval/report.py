@@ -19,15 +19,15 @@ keeps a figure alive after its function returns (so there is nothing left to clo
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
-from typing import IO
 
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
+
+from searchlab.files import write_atomically
 
 MISSING = "–"
 SIGNIFICANCE = 0.05
@@ -211,24 +211,3 @@ def plot_search_counts(search_counts: dict[str, dict[str, list[int]]], path: Pat
     axes_column[-1].set_xlabel("searches per question")
     axes_column[-1].xaxis.set_major_locator(MaxNLocator(integer=True))
     _save_png(figure, path)
-
-
-# ---------------------------------------------------------------------- files
-def write_atomically(path: Path, write: Callable[[IO[bytes]], object]) -> None:
-    """Let ``write`` fill a temporary file beside ``path``, then move it over ``path`` in one step.
-
-    Beside ``path`` so that :func:`os.replace` is a rename within one file system, which is atomic. Opened with
-    plain ``open`` (not ``tempfile.mkstemp``, whose 0600 mode would survive the rename) so the file gets the usual
-    permissions. On any failure the temporary file is removed and the old ``path``, if any, is untouched.
-    """
-    path = Path(path)
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with open(temporary, "wb") as out:
-            write(out)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise

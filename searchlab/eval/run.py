@@ -24,10 +24,10 @@ from searchlab.eval.metrics import compare, question_record, summarize
 from searchlab.eval.report import (
     plot_em,
     plot_search_counts,
-    write_atomically,
     write_report,
 )
 from searchlab.eval.systems import run_system
+from searchlab.files import write_atomically
 from searchlab.jsonl import write_jsonl
 from searchlab.params import RolloutParams
 

@@ -21,13 +21,13 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import random
 import time
 from collections import Counter
 from pathlib import Path
 
 from searchlab.agent.protocol import instruction
+from searchlab.files import write_atomically
 from searchlab.jsonl import write_jsonl
 from searchlab.params import QUESTION_TYPES, QAParams, RetrieverParams
 from searchlab.progress import track
@@ -62,7 +62,7 @@ def synthesize(params: QAParams, retriever: RetrieverParams, corpus_dir: Path, i
             for i, shard in track(list(enumerate(shards)), desc="qa: shards", unit="shard"):
                 path = work_dir / _shard_name(i)
                 if not path.exists():
-                    _write_atomic(path, _run_shard(params, kb, search, roster, nli, i, shard))
+                    _write_shard(path, _run_shard(params, kb, search, roster, nli, i, shard))
         finally:
             roster.close()
             if nli is not None:
@@ -261,13 +261,8 @@ def _shard_name(index: int) -> str:
     return f"shard-{index:05d}.json"
 
 
-def _write_atomic(path: Path, data: dict) -> None:
-    tmp = path.with_suffix(f".tmp{os.getpid()}")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(data, fh, ensure_ascii=False)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+def _write_shard(path: Path, data: dict) -> None:
+    write_atomically(path, lambda out: out.write(json.dumps(data, ensure_ascii=False).encode()))
 
 
 def _nli(params: QAParams):
