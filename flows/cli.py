@@ -58,9 +58,10 @@ def run(
     root = find_root()
     params = _load(root, params_file, overrides)  # fail fast, before Prefect starts
     from tasks.registry import plan
+    from tasks.stage import check_external
 
     try:
-        plan(stages or [])
+        check_external(plan(stages or []), params, root)
     except ValueError as err:
         raise _fail(str(err), 2) from None
     from tasks.tracking import prestart
@@ -97,6 +98,18 @@ def run(
         console.print("Prefect and MLflow UIs: run `searchlab ui` (runs recorded in .prefect/ and mlflow.db)")
     if "index" in summary:
         console.print("search:  searchlab search \"your question\"")
+    if "evaluate" in summary:
+        _print_results(data_dir / "evaluate")
+
+
+def _print_results(folder: Path) -> None:
+    """The evaluation's results table (metrics.json as in report.md), printed as Markdown."""
+    from searchlab.eval.report import results_table
+
+    results = json.loads((folder / "metrics.json").read_text())
+    console.print(f"\nevaluation ({folder}/report.md, metrics.json; compare runs: searchlab compare RUN RUN):",
+                  highlight=False)
+    console.print(results_table(results), markup=False, highlight=False, soft_wrap=True)
 
 
 @app.command()
@@ -108,7 +121,11 @@ def status(params_file: ParamsOpt = DEFAULT_PARAMS, overrides: SetOpt = None) ->
     from tasks.stage import pipeline_status
 
     colour = {"cached": "green", "stale": "yellow", "missing": "red"}
-    for row in pipeline_status(list(STAGES), params, root):
+    try:
+        rows = pipeline_status(list(STAGES), params, root)
+    except ValueError as err:  # an external input (benchmark file, model folder) is missing
+        raise _fail(str(err), 2) from None
+    for row in rows:
         console.print(f"{row['stage']:<12} [{colour[row['state']]}]{row['state']}[/]")
         for reason in row["why"]:
             console.print(f"{'':<12} {reason}", highlight=False)
@@ -152,15 +169,12 @@ def _model_path(root: Path, params: Params, model: str | None) -> str:
         if not (folder / "config.json").is_file():
             raise _fail(f"no trained model at {folder}: run `searchlab run sft` first, or pass --model")
         return str(folder)
-    if not model.startswith("models:/"):
-        return model
-    name, _, alias = model[len("models:/"):].partition("@")
-    if not name or not alias:
-        raise _fail(f"--model {model}: expected models:/NAME@ALIAS, e.g. models:/searchlab-agent@sft", code=2)
-    from tasks.tracking import TrackingError, registered_model_folder
+    from tasks.tracking import TrackingError, model_folder
 
     try:
-        return registered_model_folder(params.tracking, root, name, alias)
+        return model_folder(model, params.tracking, root)
+    except ValueError as err:
+        raise _fail(f"--model {err}", code=2) from None
     except TrackingError as err:
         raise _fail(f"--model {err}") from None
 
@@ -198,6 +212,59 @@ def ask(
     answer = episode.answer if episode.answer is not None else "(no answer: the episode was cut off)"
     console.print(f"\n[bold]answer:[/bold] {answer}   [dim]{len(episode.searches)} searches, {episode.turns} turns, "
                   f"{episode.generated_tokens} tokens, model {path}[/dim]", highlight=False)
+
+
+def _wide_console() -> Console:
+    """The console to print a wide table on: a pipe or a file gets the table's natural width, never wrapped cells."""
+    return console if console.is_terminal else Console(width=100_000)
+
+
+def _value(value: float | None) -> str:
+    """A metric for a table: four significant digits (one decimal from 1000 up), a dash when the run lacks it."""
+    if value is None:
+        return "–"
+    return f"{value:.1f}" if abs(value) >= 1000 else f"{value:.4g}"
+
+
+@app.command()
+def compare(
+    runs: Annotated[list[str], typer.Argument(help="MLflow run ids: pipeline runs, or their evaluate stage runs")],
+    metric: Annotated[Optional[str], typer.Option(
+        "--metric", "-m", help="show only metrics whose name contains this text, e.g. /em or world-single")] = None,
+    params_file: ParamsOpt = DEFAULT_PARAMS,
+    overrides: SetOpt = None,
+) -> None:
+    """Print the evaluation metrics of MLflow runs side by side: a row per metric, a column per run, with 95% CIs."""
+    root = find_root()
+    params = _load(root, params_file, overrides)
+    from searchlab.eval.flat import with_intervals
+    from tasks.tracking import TrackingError, evaluation_metrics
+
+    columns, problems = [], []
+    for run_id in runs:
+        try:
+            run, metrics = evaluation_metrics(params.tracking, root, run_id)
+        except TrackingError as err:
+            problems.append(str(err))
+            continue
+        columns.append((f"{run_id[:8]}\n{run.info.run_name or ''}", with_intervals(metrics)))
+    for problem in problems:
+        err_console.print(f"[red]error:[/red] {problem}", highlight=False, soft_wrap=True)
+    if problems:
+        raise typer.Exit(1)
+    names = sorted({name for _, rows in columns for name in rows if metric is None or metric in name})
+    table = Table(title="evaluation metrics: mean [95% CI]")
+    table.add_column("metric")
+    for header, _ in columns:
+        table.add_column(header, justify="right")
+    for name in names:
+        cells = []
+        for _, rows in columns:
+            value, low, high = rows.get(name, (None, None, None))
+            interval = low is not None or high is not None
+            cells.append(_value(value) + (f" [{_value(low)}, {_value(high)}]" if interval else ""))
+        table.add_row(name, *cells)
+    _wide_console().print(table)
 
 
 @app.command("serve-retriever")

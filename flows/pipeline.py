@@ -12,7 +12,7 @@ from searchlab.params import flatten, load_params
 from tasks.dvc import dvc_commit, write_effective_params
 from tasks.registry import plan
 from tasks.run import stage_task
-from tasks.stage import RunContext, StageResult
+from tasks.stage import RunContext, StageResult, check_external
 from tasks.tracking import Tracker
 
 
@@ -42,6 +42,7 @@ def pipeline(params_file: str = "params/default.yaml", overrides: list[str] | No
     unknown = set(force or []) - {s.name for s in todo}
     if unknown:
         raise ValueError(f"--force {', '.join(sorted(unknown))}: not among the stages of this run")
+    check_external(todo, params, root_path)  # a missing external file fails now, not after the stages before it
     tracker = Tracker(params.tracking, root_path)
     commit = git_commit(root_path)
     parent = tracker.start_pipeline(

@@ -13,6 +13,7 @@ names the file, the dotted key and, where the key came from the file, its line.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any, Literal
 
@@ -294,6 +295,121 @@ class SFTParams(Section):
         return self
 
 
+# ---------------------------------------------------------------- evaluation
+# Kept equal to searchlab.eval.benchmarks.FORMATS and searchlab.eval.systems.SYSTEMS (a test checks): the schema
+# cannot import the evaluation library, which pulls in torch.
+BenchmarkFormat = Literal["auto", "flashrag", "nq-open", "hotpotqa", "json"]
+EvalSystem = Literal["direct", "rag", "agent"]
+WORLD_SUITES: tuple[str, ...] = tuple(f"world-{t}" for t in QUESTION_TYPES)
+REGISTRY_PREFIX = "models:/"
+# Names become file names (predictions/<benchmark>/<model>-<system>.jsonl) and MLflow metric names.
+_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
+
+
+def registry_reference(source: str) -> tuple[str, str] | None:
+    """``(name, alias)`` of a ``models:/NAME@ALIAS`` MLflow registry reference, None for anything else.
+
+    Raises ValueError for a ``models:/`` reference without a name or an alias.
+
+    >>> registry_reference("models:/searchlab-agent@sft")
+    ('searchlab-agent', 'sft')
+    """
+    if not source.startswith(REGISTRY_PREFIX):
+        return None
+    name, _, alias = source[len(REGISTRY_PREFIX):].partition("@")
+    if not name or not alias:
+        raise ValueError(f"{source}: expected models:/NAME@ALIAS, e.g. models:/searchlab-agent@sft")
+    return name, alias
+
+
+class BenchmarkFileParams(Section):
+    """An external benchmark file to evaluate on (loaded by :func:`searchlab.eval.benchmarks.load_benchmark`)."""
+
+    path: str = Field(description="the file, relative to the repository root (or absolute)")
+    format: BenchmarkFormat = Field("auto", description="auto: told from the extension and the first record")
+    sample: int | None = Field(None, ge=1, description="evaluate a seeded sample of this many questions; null: all")
+    seed: int = 0
+
+
+class EvalModelParams(Section):
+    """A model to evaluate under a name of your choosing (the name appears in metric names and files)."""
+
+    name: str = Field(pattern=_NAME)
+    source: str = Field(description="sft, a local Hugging Face folder, or models:/NAME@ALIAS")
+
+
+def _model_name(source: str) -> str:
+    """The name a model given only by its source is reported under: ``sft``, the folder's name, or NAME.ALIAS."""
+    reference = registry_reference(source)
+    if reference:
+        name = ".".join(reference)
+    else:
+        name = Path(source.rstrip("/")).name or source
+    return re.sub(r"[^A-Za-z0-9_.-]", "-", name).lstrip("-_.") or "model"
+
+
+class EvalParams(Section):
+    """The evaluate stage: which benchmarks, models and systems, and the bootstrap behind the intervals.
+
+    Decoding is the ``rollout`` section's, the same for every system.
+    """
+
+    suites: Literal["all"] | list[str] = Field(
+        "all", description="built-in world-* suites from the benchmarks stage: 'all' (every one that has questions) "
+                           "or a list, e.g. [world-single, world-bridge]; [] for none")
+    sample: int | None = Field(None, ge=1, description="questions per built-in suite (a seeded sample); null: all")
+    benchmarks: dict[str, BenchmarkFileParams] = Field(
+        default_factory=dict, description="external benchmark files by name: {path, format, sample, seed}")
+    models: list[str | EvalModelParams] = Field(
+        default_factory=lambda: ["sft"], description="sft (the sft stage's output), a local Hugging Face folder, "
+                                                     "models:/NAME@ALIAS, or {name, source} to name one")
+    systems: list[EvalSystem] = Field(default_factory=lambda: ["direct", "rag", "agent"])
+    resamples: int = Field(2000, ge=1, description="bootstrap resamples of the 95% intervals and paired tests")
+    seed: int = Field(0, description="seed of the built-in suites' sample and of the bootstrap")
+    threads: int | None = Field(None, ge=1, description="torch threads of the rollouts on a CPU; null: torch's "
+                                                         "default (one per core). 1 keeps a small model fast on a "
+                                                         "shared CPU, where threads wait on each other")
+
+    @model_validator(mode="after")
+    def _check(self) -> "EvalParams":
+        if self.suites != "all":
+            unknown = [s for s in self.suites if s not in WORLD_SUITES]
+            if unknown:
+                raise ValueError(f"eval.suites: unknown suite(s) {', '.join(unknown)}; "
+                                 f"expected 'all' or some of {', '.join(WORLD_SUITES)}")
+        for name in self.benchmarks:
+            if not re.match(_NAME, name):
+                raise ValueError(f"eval.benchmarks.{name}: a benchmark name may hold only letters, digits, '_', "
+                                 "'.' and '-', starting with a letter or digit")
+            if name in WORLD_SUITES:
+                raise ValueError(f"eval.benchmarks.{name}: the name of a built-in suite; choose another")
+        if not self.systems:
+            raise ValueError("eval.systems: name at least one of direct, rag, agent")
+        if len(set(self.systems)) != len(self.systems):
+            raise ValueError(f"eval.systems: each system once, got {self.systems}")
+        if not self.models:
+            raise ValueError("eval.models: name at least one model, e.g. [sft]")
+        for index, entry in enumerate(self.models):
+            try:  # a malformed models:/ reference is an error now, not after training
+                registry_reference(entry.source if isinstance(entry, EvalModelParams) else entry)
+            except ValueError as err:
+                raise ValueError(f"eval.models.{index}: {err}") from None
+        self.model_sources()  # two models of one name
+        return self
+
+    def model_sources(self) -> dict[str, str]:
+        """``{name: source}`` of the models to evaluate, in order; a name given twice is an error."""
+        named: dict[str, str] = {}
+        for entry in self.models:
+            name, source = (entry.name, entry.source) if isinstance(entry, EvalModelParams) else (
+                _model_name(entry), entry)
+            if name in named:
+                raise ValueError(f"eval.models: two models are named {name!r} ({named[name]} and {source}); "
+                                 "name them with {name: ..., source: ...}")
+            named[name] = source
+        return named
+
+
 # ---------------------------------------------------------------- tracking / runtime
 class TrackingParams(Section):
     """MLflow settings. The default store is ``sqlite:///<repo>/mlflow.db``."""
@@ -323,6 +439,7 @@ class Params(Section):
     model: ModelParams = ModelParams()
     rollout: RolloutParams = RolloutParams()
     sft: SFTParams = SFTParams()
+    eval: EvalParams = EvalParams()
     tracking: TrackingParams = TrackingParams()
     runtime: RuntimeParams = RuntimeParams()
 

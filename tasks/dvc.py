@@ -24,7 +24,12 @@ HEADER = (
 
 
 def render_dvc_yaml(stages: tuple[Stage, ...], root: Path) -> str:
-    """The ``dvc.yaml`` that matches the stage declarations: one DVC stage per pipeline stage."""
+    """The ``dvc.yaml`` that matches the stage declarations: one DVC stage per pipeline stage.
+
+    A stage's ``metrics`` file goes to the top-level ``metrics:`` list: DVC refuses a stage-level metrics file
+    inside the stage's own output folder (overlapping outputs), while a top-level entry may lie there, and
+    ``dvc metrics show`` / ``dvc metrics diff`` read it (from the DVC cache for past commits).
+    """
     doc: dict = {"stages": {}}
     for stage in stages:
         code_deps = [p.resolve().relative_to(root.resolve()).as_posix() for p in code_paths(stage)]
@@ -35,6 +40,9 @@ def render_dvc_yaml(stages: tuple[Stage, ...], root: Path) -> str:
             "params": [{EFFECTIVE_PARAMS: list(stage.reads)}],
             "outs": [f"data/{stage.name}"],
         }
+    metrics = [f"data/{stage.name}/{stage.metrics}" for stage in stages if stage.metrics]
+    if metrics:
+        doc["metrics"] = metrics
     return "# Generated from tasks/registry.py by `searchlab dvc-yaml`; a test checks it is current.\n" + yaml.safe_dump(
         doc, sort_keys=False, width=120)
 

@@ -5,6 +5,8 @@ and the size and SHA-256 of every file in it. :func:`verify` tells whether the
 folder still holds exactly that; it re-hashes only files whose size or mtime
 changed since they were last verified (a local stat cache under
 ``data/.work/``), so a no-op run costs a ``stat`` per file, not a read.
+:func:`content_hashes` hashes a stage's inputs from outside the pipeline (an
+external benchmark file, a model folder) the same way, for its fingerprint.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import json
 import os
 import shutil
 import uuid
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -103,3 +106,43 @@ def publish(scratch: Path, target: Path, trash_dir: Path) -> None:
     os.rename(scratch, target)
     if old is not None:
         shutil.rmtree(old, ignore_errors=True)
+
+
+def listing_hash(files: Iterable[tuple[str, str]]) -> str:
+    """One hash of a folder's content from its ``(relative path, sha256)`` pairs (what DVC also tracks)."""
+    digest = hashlib.sha256()
+    for rel, sha in sorted(files):
+        digest.update(f"{rel}\0{sha}\n".encode())
+    return digest.hexdigest()
+
+
+def content_hashes(paths: dict[str, Path], stat_cache: Path) -> dict[str, str]:
+    """``{label: hash}`` of files and folders outside the pipeline's outputs (a file's sha256, a folder's
+    :func:`listing_hash`).
+
+    A file whose size and mtime are those recorded in ``stat_cache`` is not read again, so a large model folder
+    costs a ``stat`` per file on every run after the first.
+    """
+    try:
+        cache = json.loads(stat_cache.read_text())
+    except (OSError, ValueError):
+        cache = {}
+    fresh: dict[str, list] = {}
+
+    def file_hash(path: Path) -> str:
+        st, key = path.stat(), str(path.resolve())
+        known = cache.get(key)
+        sha = known[2] if known and known[:2] == [st.st_size, st.st_mtime_ns] else sha256_file(path)
+        fresh[key] = [st.st_size, st.st_mtime_ns, sha]
+        return sha
+
+    hashes = {}
+    for label, path in paths.items():
+        if path.is_dir():
+            hashes[label] = listing_hash((f.relative_to(path).as_posix(), file_hash(f))
+                                         for f in path.rglob("*") if f.is_file())
+        else:
+            hashes[label] = file_hash(path)
+    if fresh != cache:
+        remember(fresh, stat_cache)
+    return hashes

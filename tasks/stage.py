@@ -4,7 +4,8 @@ A :class:`Stage` declares what it reads (upstream stages, params sections, its
 own code) and a ``build`` function from the library. :func:`run_stage` turns
 that into a fingerprinted, cached, atomic, locked and resumable step:
 
-1. fingerprint = hash(stage name, hash of its code, its params sections, upstream fingerprints);
+1. fingerprint = hash(stage name, hash of its code, its params sections, upstream fingerprints, and the content of
+   any file outside the pipeline it reads, such as an external benchmark);
 2. if ``data/<stage>/manifest.json`` has that fingerprint and every file checks out: cached, no work;
 3. otherwise take the stage lock (and look again: another run may just have built it), build into a
    scratch folder, write the manifest, and rename the folder into place;
@@ -29,7 +30,16 @@ from typing import Any
 
 from searchlab.params import Params, flatten
 from tasks.locking import StageLock
-from tasks.outputs import describe_files, publish, read_manifest, remember_published, verify, write_manifest
+from tasks.outputs import (
+    content_hashes,
+    describe_files,
+    listing_hash,
+    publish,
+    read_manifest,
+    remember_published,
+    verify,
+    write_manifest,
+)
 
 log = logging.getLogger("searchlab")
 
@@ -60,6 +70,13 @@ class Stage:
     curves: str | None = None  # a JSONL file of the output ({"step", metric: value, ...}) logged as MLflow curves
     # (registered model name, alias) from params: the output folder becomes a version in the MLflow Model Registry
     registers: Callable[[Params], tuple[str, str]] | None = None
+    # files and folders outside data/ that the build reads, named as the params give them ({label: path}); their
+    # content enters the fingerprint. Raises ValueError naming the params key of one that is missing.
+    external: Callable[[Params, Path], dict[str, Path]] | None = None
+    # a JSON file of the output holding the stage's results: dvc.yaml declares it as DVC metrics, and its numbers
+    # are logged as MLflow metrics (named by ``metric_names``, else by their JSON path joined with "/")
+    metrics: str | None = None
+    metric_names: Callable[[Any], dict[str, float]] | None = None
 
 
 @dataclass
@@ -125,12 +142,24 @@ def code_hash(stage: Stage, root: Path) -> str:
 
 def fingerprint_inputs(stage: Stage, params: Params, root: Path, upstream: dict[str, str]) -> dict[str, Any]:
     """Everything the fingerprint covers, as data (kept in the manifest so ``status`` can say what changed)."""
-    return {
+    inputs = {
         "stage": stage.name,
         "code": code_hash(stage, root),
         "params": {section: params.section(section) for section in stage.reads},
         "upstream": {name: upstream[name] for name in stage.upstream},
     }
+    if stage.external is not None:  # only then: the fingerprints of stages without external inputs stay as they were
+        stat_cache = root / params.runtime.data_dir / ".work" / "stat" / f"{stage.name}.external.json"
+        inputs["external"] = content_hashes(stage.external(params, root), stat_cache)
+    return inputs
+
+
+def check_external(stages: list[Stage], params: Params, root: Path) -> None:
+    """Raise ValueError (naming the params key) if a file or folder that one of ``stages`` reads from outside the
+    pipeline is missing: found before any stage runs, not after hours of training."""
+    for stage in stages:
+        if stage.external is not None:
+            stage.external(params, root)
 
 
 def fingerprint(inputs: dict[str, Any]) -> str:
@@ -218,7 +247,8 @@ def _finish_tracking(stage: Stage, ctx: RunContext, run_id: str, out: Path, mani
     curves = []
     if stage.curves and (out / stage.curves).is_file():
         curves = [json.loads(line) for line in (out / stage.curves).read_text().splitlines() if line.strip()]
-    ctx.tracker.finish_stage(run_id, metrics=_metrics(manifest), artifacts=reports, curves=curves)
+    ctx.tracker.finish_stage(run_id, metrics={**_metrics(manifest), **_result_metrics(stage, out)},
+                             artifacts=reports, curves=curves)
     if stage.registers is not None:
         name, alias = stage.registers(ctx.params)
         rel = out.relative_to(ctx.root).as_posix() if out.is_relative_to(ctx.root) else str(out)
@@ -229,16 +259,15 @@ def _finish_tracking(stage: Stage, ctx: RunContext, run_id: str, out: Path, mani
 
 def folder_hash(manifest: dict[str, Any]) -> str:
     """One hash of an output folder's content: its files' relative paths and sha256s (what DVC also tracks)."""
-    digest = hashlib.sha256()
-    for rel, meta in sorted(manifest["files"].items()):
-        digest.update(f"{rel}\0{meta['sha256']}\n".encode())
-    return digest.hexdigest()
+    return listing_hash((rel, meta["sha256"]) for rel, meta in manifest["files"].items())
 
 
 def _cached(stage: Stage, ctx: RunContext, manifest: dict[str, Any]) -> StageResult:
     run_id = _start_tracking(stage, ctx, manifest["fingerprint"], cached=True, producer=manifest.get("mlflow_run_id"))
     if run_id:
-        ctx.tracker.finish_stage(run_id, metrics=_metrics(manifest))
+        # the results too: this pipeline run's stage run then shows the results its run used, cached or not
+        ctx.tracker.finish_stage(run_id, metrics={**_metrics(manifest),
+                                                  **_result_metrics(stage, ctx.data_dir / stage.name)})
     return StageResult(manifest, cached=True)
 
 
@@ -247,6 +276,28 @@ def _metrics(manifest: dict[str, Any]) -> dict[str, float]:
     metrics["seconds"] = float(manifest["seconds"])
     metrics["output_bytes"] = float(sum(f["size"] for f in manifest["files"].values()))
     return metrics
+
+
+def _result_metrics(stage: Stage, out: Path) -> dict[str, float]:
+    """The MLflow metrics of the stage's ``metrics`` file (none if it declares none)."""
+    if stage.metrics is None:
+        return {}
+    if not (out / stage.metrics).is_file():  # the output is published already: say so, but do not fail the run
+        log.warning("stage %s: its metrics file %s is missing; no results logged to MLflow", stage.name, stage.metrics)
+        return {}
+    data = json.loads((out / stage.metrics).read_text())
+    return stage.metric_names(data) if stage.metric_names else _numbers(data)
+
+
+def _numbers(data: Any, prefix: str = "") -> dict[str, float]:
+    """Every number in a JSON value under its path joined with "/": ``{"a": {"b": 1}}`` → ``{"a/b": 1.0}``."""
+    if isinstance(data, bool):  # a bool is an int to Python, not a metric
+        return {}
+    if isinstance(data, (int, float)):
+        return {prefix: float(data)}
+    items = data.items() if isinstance(data, dict) else enumerate(data) if isinstance(data, list) else ()
+    return {name: value for key, item in items
+            for name, value in _numbers(item, f"{prefix}/{key}" if prefix else str(key)).items()}
 
 
 def _start_tracking(stage: Stage, ctx: RunContext, fp: str, cached: bool, producer: str | None = None) -> str | None:
@@ -304,4 +355,7 @@ def explain_change(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     for name, fp in new["upstream"].items():
         if old.get("upstream", {}).get(name) != fp:
             reasons.append(f"upstream {name} changed")
+    for label, content in new.get("external", {}).items():
+        if old.get("external", {}).get(label) != content:
+            reasons.append(f"input {label} changed")
     return reasons or ["fingerprint changed"]

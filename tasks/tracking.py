@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from searchlab.params import TrackingParams
+from searchlab.params import TrackingParams, registry_reference
 
 
 def default_tracking_uri(root: Path) -> str:
@@ -48,6 +48,53 @@ def registered_model_folder(params: TrackingParams, root: Path, name: str, alias
         raise TrackingError(f"models:/{name}@{alias}: {err.message}") from None
     source = urlparse(version.source)
     return unquote(source.path) if source.scheme == "file" else version.source
+
+
+def evaluation_metrics(params: TrackingParams, root: Path, run_id: str) -> tuple[Any, dict[str, float]]:
+    """``(run, metrics)``: the evaluation metrics (:func:`searchlab.eval.flat.flat_metrics`'s names) of an MLflow
+    run, which is the evaluate stage's run or a pipeline run (whose evaluate stage run holds them).
+
+    Raises :class:`TrackingError` saying why when the run does not exist or holds no evaluation metrics.
+    """
+    from mlflow import MlflowClient
+    from mlflow.exceptions import MlflowException
+
+    from searchlab.eval.flat import is_eval_metric
+
+    uri = tracking_uri(params, root)
+    client = MlflowClient(uri)
+    try:
+        run = client.get_run(run_id)
+    except MlflowException:
+        raise TrackingError(f"run {run_id}: no such run in {uri}") from None
+    stage = run.data.tags.get("searchlab.stage")
+    if stage is None:  # a pipeline run: its stages are child runs
+        children = client.search_runs(
+            [run.info.experiment_id],
+            f"tags.`mlflow.parentRunId` = '{run_id}' and tags.`searchlab.stage` = 'evaluate'")
+        if not children:
+            raise TrackingError(f"run {run_id}: no eval metrics (a pipeline run without the evaluate stage)")
+        source = children[0]
+    elif stage == "evaluate":
+        source = run
+    else:
+        raise TrackingError(f"run {run_id}: no eval metrics (the {stage} stage's run; give a pipeline run or its "
+                            "evaluate stage's run)")
+    metrics = {name: value for name, value in source.data.metrics.items() if is_eval_metric(name)}
+    if not metrics:
+        raise TrackingError(f"run {run_id}: no eval metrics (its evaluate stage run {source.info.run_id} ended "
+                            f"{source.info.status})")
+    return run, metrics
+
+
+def model_folder(source: str, params: TrackingParams, root: Path) -> str:
+    """The model folder ``source`` names: for ``models:/NAME@ALIAS`` the registry's folder, else ``source`` itself.
+
+    Raises ValueError for a malformed ``models:/`` reference and :class:`TrackingError` for one the registry
+    does not know.
+    """
+    reference = registry_reference(source)
+    return registered_model_folder(params, root, *reference) if reference else source
 
 
 def prestart(params: TrackingParams, root: Path) -> None:

@@ -23,6 +23,7 @@ def test_run_status_search_and_param_errors(prefect_server, tmp_path):
 
     first = run_cli(project, "run", "--params", "params/smoke.yaml")
     assert "computed" in first.stdout and "data:" in first.stdout
+    assert "| world-single | sft/agent | 2 |" in first.stdout  # the run ends with the evaluation's results
 
     cached = run_cli(project, "status", "--params", "params/smoke.yaml")
     assert "corpus       cached" in cached.stdout and "index        cached" in cached.stdout
@@ -48,6 +49,34 @@ def test_run_status_search_and_param_errors(prefect_server, tmp_path):
     unknown = run_cli(project, "ask", question, "--params", "params/smoke.yaml", "--model", "models:/nope@sft",
                       check=False)
     assert unknown.returncode == 1 and "nope" in unknown.stderr
+
+    # a second run (every stage cached) still prints the results; then the two runs' metrics side by side
+    again = run_cli(project, "run", "--params", "params/smoke.yaml")
+    assert "computed" not in again.stdout and "| world-single | sft/agent | 2 |" in again.stdout
+    _compare_two_runs(project)
+
+
+def _compare_two_runs(project):
+    """`searchlab compare` of the first pipeline run and the second run's evaluate stage run, and its errors."""
+    from mlflow import MlflowClient
+
+    from tasks.tracking import default_tracking_uri
+
+    client = MlflowClient(default_tracking_uri(project))
+    experiment = client.get_experiment_by_name("searchlab-smoke").experiment_id
+    evaluations = client.search_runs([experiment], "tags.`searchlab.stage` = 'evaluate'",
+                                     order_by=["attributes.start_time ASC"])
+    first_pipeline = evaluations[0].data.tags["mlflow.parentRunId"]
+    second_evaluation = evaluations[1].info.run_id
+    shown = run_cli(project, "compare", first_pipeline, second_evaluation, "--params", "params/smoke.yaml").stdout
+    assert first_pipeline[:8] in shown and second_evaluation[:8] in shown
+    em = next(line for line in shown.splitlines() if "eval/world-single/sft-agent/em " in line)
+    assert em.count("[") == 2  # the mean with its 95% interval, for each run
+    assert "throughput/sft-agent/questions_per_s" in shown
+    sft = client.search_runs([experiment], "tags.`searchlab.stage` = 'sft'")[0].info.run_id
+    bad = run_cli(project, "compare", first_pipeline, "0" * 32, sft, "--params", "params/smoke.yaml", check=False)
+    assert bad.returncode == 1 and f"run {'0' * 32}: no such run" in bad.stderr
+    assert f"run {sft}: no eval metrics (the sft stage's run" in bad.stderr
 
 
 def test_kill_9_during_index_then_rerun_completes(prefect_server, tmp_path):

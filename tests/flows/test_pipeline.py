@@ -5,7 +5,11 @@ from __future__ import annotations
 import json
 import time
 
-from tests.conftest import make_project
+from tests.conftest import REPO, make_project
+
+# an external benchmark file evaluated beside the built-in suites (absolute: the project is a copy elsewhere)
+EXTERNAL = (f"eval.benchmarks.flashrag-sample.path={REPO / 'examples/eval/flashrag-sample.jsonl'}",
+            "eval.benchmarks.flashrag-sample.sample=3")
 
 
 def _task_states(flow_run_id, expected: int) -> dict[str, str]:
@@ -34,24 +38,26 @@ def test_pipeline_caches_and_reruns_only_what_changed(prefect_server, tmp_path):
 
     def run(*overrides):
         with temporary_settings({PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
-            state = pipeline(params_file="params/smoke.yaml", overrides=list(overrides), root=str(project),
+            state = pipeline(params_file="params/smoke.yaml", overrides=[*EXTERNAL, *overrides], root=str(project),
                              return_state=True)
         summary = state.result()
         return summary, _task_states(state.state_details.flow_run_id, len(summary))
 
-    stages = ("corpus", "index", "qa", "benchmarks", "sft")
+    stages = ("corpus", "index", "qa", "benchmarks", "sft", "evaluate")
     summary, states = run()
     assert {k: v["cached"] for k, v in summary.items()} == dict.fromkeys(stages, False)
     assert states == dict.fromkeys(stages, "Completed")
     assert summary["corpus"]["counts"]["passages"] == summary["index"]["counts"]["documents"] > 0
     assert summary["qa"]["counts"]["train"] > 0 and summary["benchmarks"]["counts"]["train_answer_overlap"] == 0
     assert summary["sft"]["counts"]["steps"] == 6 and (project / "data/sft/model.safetensors").is_file()
+    _check_evaluation(project, summary["evaluate"])
 
     summary, states = run()
     assert states == dict.fromkeys(stages, "Cached")
 
-    summary, states = run("benchmarks.size=5")  # only the last stage reads this section
-    assert states == {"corpus": "Cached", "index": "Cached", "qa": "Cached", "benchmarks": "Completed", "sft": "Cached"}
+    summary, states = run("benchmarks.size=5")  # only the benchmarks stage reads this section, and evaluate its output
+    assert states == {"corpus": "Cached", "index": "Cached", "qa": "Cached", "benchmarks": "Completed", "sft": "Cached",
+                      "evaluate": "Completed"}
 
     summary, states = run("benchmarks.size=5", "index.threads=2")  # the index and everything downstream of it
     assert states == {"corpus": "Cached", **dict.fromkeys(stages[1:], "Completed")}
@@ -63,3 +69,33 @@ def test_pipeline_caches_and_reruns_only_what_changed(prefect_server, tmp_path):
     assert "seed: 1" in (project / "params.yaml").read_text()
     manifest = json.loads((project / "data/index/manifest.json").read_text())
     assert manifest["inputs"]["upstream"]["corpus"] == summary["corpus"]["fingerprint"]
+
+
+def _check_evaluation(project, summary):
+    """The evaluate stage's outputs, and its results as MLflow metrics and artifacts of its stage run."""
+    from mlflow import MlflowClient
+
+    from tasks.tracking import default_tracking_uri
+
+    out = project / "data/evaluate"
+    results = json.loads((out / "metrics.json").read_text())
+    assert list(results["benchmarks"]) == ["world-single", "flashrag-sample"]
+    assert results["benchmarks"]["flashrag-sample"]["questions"] == 3
+    assert list(results["benchmarks"]["world-single"]["systems"]) == ["sft/direct", "sft/rag", "sft/agent"]
+    assert summary["counts"] == {"benchmarks": 2, "questions": 5, "shards": 6}
+    for benchmark in results["benchmarks"]:
+        assert {p.name for p in (out / "predictions" / benchmark).iterdir()} == {
+            "sft-direct.jsonl", "sft-rag.jsonl", "sft-agent.jsonl"}
+    assert "| flashrag-sample | sft/agent |" in (out / "report.md").read_text()
+    assert all((out / name).read_bytes().startswith(b"\x89PNG") for name in ("em.png", "searches.png"))
+
+    manifest = json.loads((out / "manifest.json").read_text())
+    run = MlflowClient(default_tracking_uri(project)).get_run(manifest["mlflow_run_id"])
+    metrics = run.data.metrics
+    em = results["benchmarks"]["world-single"]["systems"]["sft/agent"]["em"]
+    assert (metrics["eval/world-single/sft-agent/em"], metrics["eval/world-single/sft-agent/em_low"],
+            metrics["eval/world-single/sft-agent/em_high"]) == (em["mean"], em["low"], em["high"])
+    assert {"eval/flashrag-sample/sft-rag/f1", "eval/world-single/sft-agent_vs_sft-rag/p_value",
+            "throughput/sft-agent/questions_per_s", "count.shards"} <= set(metrics)
+    artifacts = {a.path for a in MlflowClient(default_tracking_uri(project)).list_artifacts(run.info.run_id)}
+    assert {"report.md", "em.png", "searches.png"} <= artifacts

@@ -1,6 +1,7 @@
 """The params schema: both shipped profiles validate; bad keys and values are named with file and line."""
 
 from pathlib import Path
+from typing import get_args
 
 import pytest
 
@@ -61,3 +62,46 @@ def test_missing_and_malformed_files(tmp_path):
 
 def test_flatten():
     assert flatten({"a": {"b": 1, "c": {"d": None}}, "e": {}}) == {"a.b": 1, "a.c.d": None, "e": {}}
+
+
+# ---------------------------------------------------------------- the eval section
+def test_eval_defaults_and_the_smoke_profile_keeps_evaluation_tiny():
+    default = load_params(REPO / "params/default.yaml").eval
+    assert (default.suites, default.sample, default.benchmarks) == ("all", None, {})
+    assert default.model_sources() == {"sft": "sft"} and default.systems == ["direct", "rag", "agent"]
+    assert default.resamples == 2000
+    smoke = load_params(REPO / "params/smoke.yaml").eval
+    assert smoke.sample <= 3 and smoke.resamples <= 500
+
+
+def test_eval_literals_match_the_evaluation_library():
+    from searchlab.eval.benchmarks import FORMATS
+    from searchlab.eval.systems import SYSTEMS
+    from searchlab.params import BenchmarkFormat, EvalSystem
+
+    assert get_args(BenchmarkFormat) == ("auto", *FORMATS) and get_args(EvalSystem) == SYSTEMS
+
+
+@pytest.mark.parametrize("override, message", [
+    ("eval.systems=[direct, agnet]", r"eval.systems.1 .*: Input should be 'direct', 'rag' or 'agent', got 'agnet'"),
+    ("eval.benchmarks.nq.format=flashrg", r"eval.benchmarks.nq.format \(from --set .*\): Input should be 'auto', 'flashrag'"),
+    ("eval.benchmarks.nq.sample=0", r"eval.benchmarks.nq.path .*Field required"),
+    ("eval.suites=[world-singel]", r"eval.suites: unknown suite\(s\) world-singel"),
+    ("eval.benchmarks.world-single.path=x.jsonl", r"eval.benchmarks.world-single: the name of a built-in suite"),
+    ("eval.benchmarks.a/b.path=x.jsonl", r"eval.benchmarks.a/b: a benchmark name may hold only"),
+    ("eval.systems=[]", r"eval.systems: name at least one"),
+    ("eval.systems=[rag, rag]", r"eval.systems: each system once"),
+    ("eval.models=[sft, models:/agent]", r"eval.models.1: models:/agent: expected models:/NAME@ALIAS"),
+    ("eval.models=[sft, /elsewhere/sft]", r"eval.models: two models are named 'sft'"),
+])
+def test_eval_errors_name_the_key(override, message):
+    with pytest.raises(ParamsError, match=message):
+        load_params(REPO / "params/smoke.yaml", [override])
+
+
+def test_eval_models_are_named_by_their_source_or_explicitly():
+    params = load_params(REPO / "params/smoke.yaml", [
+        "eval.models=[sft, /models/Qwen2.5-0.5B/, 'models:/searchlab-agent@best', {name: base, source: /models/sft}]"])
+    assert params.eval.model_sources() == {"sft": "sft", "Qwen2.5-0.5B": "/models/Qwen2.5-0.5B/",
+                                           "searchlab-agent.best": "models:/searchlab-agent@best",
+                                           "base": "/models/sft"}

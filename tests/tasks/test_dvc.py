@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -34,11 +35,17 @@ def test_run_then_dvc_status_clean_repro_noop_and_push_wipe_pull_all_cached(pref
     assert "up to date" in _sh(project, "dvc", "status", env=env)
     repro = _sh(project, "dvc", "repro", env=env)
     assert "Running stage" not in repro and "up to date" in repro
+    # the evaluation's metrics.json (inside the evaluate stage's output folder) is what `dvc metrics` reads
+    shown = subprocess.run(["dvc", "metrics", "show", "--json"], cwd=project, env=env, capture_output=True, text=True,
+                           check=True).stdout
+    metrics = json.loads(shown)[""]["data"]["data/evaluate/metrics.json"]["data"]  # "": the workspace
+    assert "sft/agent" in metrics["benchmarks"]["world-single"]["systems"]
 
     _sh(project, "dvc", "push", env=env)
-    for folder in ("data/corpus", "data/index", "data/qa", "data/benchmarks", "data/sft", "data/.work", ".dvc/cache"):
+    for folder in ("data/corpus", "data/index", "data/qa", "data/benchmarks", "data/sft", "data/evaluate", "data/.work",
+                   ".dvc/cache"):
         shutil.rmtree(project / folder, ignore_errors=True)
     _sh(project, "dvc", "pull", env=env)
     again = run_cli(project, "run", "--params", "params/smoke.yaml", env=env)
     table = [line for line in again.stdout.splitlines() if line.strip().startswith("│")]
-    assert sum("cached" in line for line in table) == 5 and not any("computed" in line for line in table)
+    assert sum("cached" in line for line in table) == 6 and not any("computed" in line for line in table)

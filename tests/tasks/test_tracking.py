@@ -44,6 +44,10 @@ def test_stage_runs_nested_with_params_metrics_and_cached_link(tmp_path):
     assert client.get_run(producer).data.tags["mlflow.parentRunId"] == first_parent
     assert client.get_run(producer).data.tags["searchlab.cached"] == "false"
     assert client.get_run(producer).data.metrics["count.items"] == 6
+    # the results file's numbers are metrics of the run that made it, and of the cached run that used it
+    made = client.get_run(first["beta"].manifest["mlflow_run_id"]).data.metrics
+    assert (made["n"], made["threads"]) == (6, 2)
+    assert by_stage["beta"].data.metrics["n"] == 6
     beta_producer = first["beta"].manifest["mlflow_run_id"]  # a stage's reports are attached to the run that made them
     assert [a.path for a in client.list_artifacts(beta_producer)] == ["summary.json"]
     assert Path(client.download_artifacts(beta_producer, "summary.json", str(tmp_path))).read_text() == (

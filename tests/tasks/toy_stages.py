@@ -54,7 +54,8 @@ def build_beta(ctx: StageContext) -> dict:
 
 ALPHA = Stage("alpha", "toy source stage", (), ("corpus",), ("tests.tasks.toy_stages",), build_alpha)
 BETA = Stage("beta", "toy downstream stage", ("alpha",), ("index",), ("tests.tasks.toy_stages",), build_beta,
-             reports=("summary.json",), curves="log.jsonl", registers=lambda params: ("toy-model", "current"))
+             reports=("summary.json",), curves="log.jsonl", registers=lambda params: ("toy-model", "current"),
+             metrics="summary.json")
 
 
 def run_both(root: Path, overrides: list[str] = (), force: frozenset[str] = frozenset()) -> dict[str, StageResult]:

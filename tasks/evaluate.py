@@ -1,0 +1,136 @@
+"""The evaluate stage: every model × system on every benchmark, as ``data/evaluate/``.
+
+The work is :func:`searchlab.eval.run.run_evaluation`; this module chooses its
+inputs from the ``eval`` params: the built-in ``world-*`` suites of the
+benchmarks stage and external benchmark files (paths relative to the project
+root), the models (``sft``: the sft stage's output; a folder; or a
+``models:/NAME@ALIAS`` registry reference), and the systems. Shards go to the
+stage's resume folder, so a crashed run continues with the shards it has not
+finished. ``metrics.json`` is the stage's DVC metrics file, and its numbers go
+to MLflow under :func:`searchlab.eval.flat.flat_metrics`'s names.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from searchlab.eval.benchmarks import Question, load_benchmark
+from searchlab.eval.flat import flat_metrics
+from searchlab.model import load_agent
+from searchlab.params import WORLD_SUITES, EvalParams, Params
+from searchlab.retrieval import open_retriever
+from tasks.stage import Stage, StageContext
+from tasks.tracking import TrackingError, model_folder
+
+log = logging.getLogger("searchlab.evaluate")
+
+SFT = "sft"  # the model source that means the sft stage's output
+
+
+def _path(root: Path, given: str) -> Path:
+    """A path from the params: relative to the project root, or absolute (then ``root / given`` is ``given``)."""
+    return root / given
+
+
+def model_folders(params: Params, root: Path, sft_dir: Path) -> dict[str, Path]:
+    """``{name: folder}`` of the models ``eval.models`` names; ValueError naming the key for one that is missing."""
+    folders = {}
+    for index, (name, source) in enumerate(params.eval.model_sources().items()):
+        if source == SFT:
+            folders[name] = sft_dir
+            continue
+        try:
+            folder = _path(root, model_folder(source, params.tracking, root))
+        except TrackingError as err:
+            raise ValueError(f"eval.models.{index}: {err}") from None
+        if not (folder / "config.json").is_file():
+            raise ValueError(f"eval.models.{index}: {source}: no Hugging Face model folder at {folder} "
+                             "(expected sft, a local folder with config.json, or models:/NAME@ALIAS)")
+        folders[name] = folder
+    return folders
+
+
+def external_inputs(params: Params, root: Path) -> dict[str, Path]:
+    """What the stage reads from outside the pipeline: external benchmark files and model folders other than
+    ``sft`` (whose content its upstream fingerprint covers), by the name the params give them."""
+    inputs = {}
+    for name, spec in params.eval.benchmarks.items():
+        path = _path(root, spec.path)
+        if not path.is_file():
+            raise ValueError(f"eval.benchmarks.{name}.path: no such file: {path}")
+        inputs[spec.path] = path
+    sources = params.eval.model_sources()
+    folders = model_folders(params, root, sft_dir=root / params.runtime.data_dir / SFT)
+    inputs.update({sources[name]: folder for name, folder in folders.items() if sources[name] != SFT})
+    return inputs
+
+
+def load_benchmarks(params: EvalParams, suites_dir: Path, root: Path) -> dict[str, list[Question]]:
+    """``{name: questions}``: the chosen built-in suites (a seeded sample of ``eval.sample`` each), then the
+    external files; a suite the benchmarks stage left empty is skipped when ``suites`` is ``all``."""
+    chosen = WORLD_SUITES if params.suites == "all" else params.suites
+    benchmarks = {}
+    for suite in chosen:
+        path = suites_dir / f"{suite}.jsonl"
+        if params.suites == "all" and (not path.is_file() or path.stat().st_size == 0):
+            log.info("evaluate: skipping %s: the benchmarks stage wrote no questions of that type", suite)
+            continue
+        benchmarks[suite] = load_benchmark(path, suite, "flashrag", params.sample, params.seed)
+    for name, spec in params.benchmarks.items():
+        benchmarks[name] = load_benchmark(_path(root, spec.path), name, spec.format, spec.sample, spec.seed)
+    if not benchmarks:
+        raise ValueError("eval: no benchmark to evaluate on (eval.suites is empty and eval.benchmarks names none)")
+    return benchmarks
+
+
+@contextmanager
+def torch_threads(threads: int | None) -> Iterator[None]:
+    """Run the block with ``threads`` torch threads (None: leave torch's setting), then restore the old count:
+    the pipeline process runs other stages after this one."""
+    import torch
+
+    before = torch.get_num_threads()
+    if threads is not None:
+        torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def _build(ctx: StageContext) -> dict:
+    # imported here: it loads matplotlib, which `searchlab status` (importing every stage) has no use for
+    from searchlab.eval.run import run_evaluation
+
+    p = ctx.params
+    benchmarks = load_benchmarks(p.eval, ctx.inputs["benchmarks"], ctx.root)
+    folders = model_folders(p, ctx.root, ctx.inputs[SFT])
+    loaders = {name: (lambda folder=folder: load_agent(str(folder), p.model, p.rollout))
+               for name, folder in folders.items()}
+    shards = len(benchmarks) * len(folders) * len(p.eval.systems)
+    log.info("evaluate: %d benchmark(s) (%d questions) x %d model(s) x %d system(s): %d shards",
+             len(benchmarks), sum(map(len, benchmarks.values())), len(folders), len(p.eval.systems), shards)
+    with torch_threads(p.eval.threads), open_retriever(p.retriever, ctx.inputs["index"]) as retriever:
+        results = run_evaluation(loaders, p.eval.systems, benchmarks, retriever, p.rollout, ctx.out_dir,
+                                 ctx.work_dir / "shards", p.eval.resamples, p.eval.seed, progress=log.info)
+    for key, rates in results["throughput"].items():
+        log.info("evaluate: %s answers %.2f questions/s", key, rates["questions_per_s"])
+    return {"benchmarks": len(benchmarks), "questions": sum(map(len, benchmarks.values())), "shards": shards}
+
+
+STAGE = Stage(
+    name="evaluate",
+    description="Evaluate every model x system (direct, rag, agent) on the world suites and external benchmarks",
+    upstream=("index", "benchmarks", "sft"),
+    reads=("eval", "rollout", "retriever", "model"),
+    code=("searchlab.eval", "searchlab.agent", "searchlab.model", "searchlab.scoring", "searchlab.retrieval",
+          "searchlab.jsonl", "searchlab.files", "tasks.evaluate"),
+    build=_build,
+    reports=("report.md", "em.png", "searches.png", "metrics.json"),
+    external=external_inputs,
+    metrics="metrics.json",
+    metric_names=flat_metrics,
+)

@@ -1,0 +1,74 @@
+"""The evaluate stage's inputs: benchmarks and models from the eval params, external files in the fingerprint.
+
+The stage itself runs in the smoke pipeline (tests/flows/test_pipeline.py); these tests need no model.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from searchlab.eval.benchmarks import BenchmarkError
+from searchlab.params import load_params
+from tasks.evaluate import STAGE, load_benchmarks
+from tasks.sft import STAGE as SFT_STAGE
+from tasks.stage import check_external, explain_change, fingerprint, fingerprint_inputs
+
+REPO = Path(__file__).resolve().parents[2]
+UPSTREAM = {"index": "i", "benchmarks": "b", "sft": "s", "corpus": "c", "qa": "q"}
+
+
+def _params(*overrides):
+    return load_params(REPO / "params/smoke.yaml", list(overrides))
+
+
+def _write(path: Path, *questions: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps({"id": f"q{i}", "question": q, "golden_answers": ["a"]}) + "\n"
+                            for i, q in enumerate(questions)))
+    return path
+
+
+def test_an_edited_external_file_changes_the_fingerprint_and_status_names_it(tmp_path):
+    bench = _write(tmp_path / "bench/mine.jsonl", "Who?")
+    params = _params("eval.benchmarks.mine.path=bench/mine.jsonl")
+    before = fingerprint_inputs(STAGE, params, tmp_path, UPSTREAM)
+    assert list(before["external"]) == ["bench/mine.jsonl"]
+    assert fingerprint_inputs(STAGE, params, tmp_path, UPSTREAM) == before  # stable (and served from the stat cache)
+    _write(bench, "Who?", "What?")
+    after = fingerprint_inputs(STAGE, params, tmp_path, UPSTREAM)
+    assert fingerprint(after) != fingerprint(before)
+    assert explain_change(before, after) == ["input bench/mine.jsonl changed"]
+    # stages without external inputs keep the fingerprints they had before the field existed
+    assert "external" not in fingerprint_inputs(SFT_STAGE, params, tmp_path, UPSTREAM)
+
+
+def test_a_missing_external_file_or_model_folder_is_named_before_anything_runs(tmp_path):
+    with pytest.raises(ValueError, match=r"eval.benchmarks.mine.path: no such file: .*absent.jsonl"):
+        check_external([STAGE], _params("eval.benchmarks.mine.path=absent.jsonl"), tmp_path)
+    with pytest.raises(ValueError, match=r"eval.models.1: models/base: no Hugging Face model folder"):
+        check_external([STAGE], _params("eval.models=[sft, models/base]"), tmp_path)
+    model = tmp_path / "models/base"
+    model.mkdir(parents=True)
+    (model / "config.json").write_text("{}")
+    params = _params("eval.models=[sft, models/base]")
+    hashed = fingerprint_inputs(STAGE, params, tmp_path, UPSTREAM)["external"]
+    assert list(hashed) == ["models/base"]  # sft is covered by its upstream fingerprint
+    (model / "config.json").write_text('{"changed": true}')
+    assert fingerprint_inputs(STAGE, params, tmp_path, UPSTREAM)["external"] != hashed
+
+
+def test_benchmarks_built_in_suites_sampled_then_external_files(tmp_path):
+    suites = tmp_path / "data/benchmarks"
+    _write(suites / "world-single.jsonl", "One?", "Two?", "Three?")
+    _write(suites / "world-bridge.jsonl")  # the benchmarks stage found no bridge questions
+    _write(tmp_path / "mine.jsonl", "Mine?")
+    params = _params("eval.suites=all", "eval.sample=2", "eval.benchmarks.mine.path=mine.jsonl")
+    loaded = load_benchmarks(params.eval, suites, tmp_path)
+    assert list(loaded) == ["world-single", "mine"] and len(loaded["world-single"]) == 2
+    with pytest.raises(BenchmarkError, match="world-bridge.jsonl: the benchmark has no records"):
+        load_benchmarks(_params("eval.suites=[world-bridge]").eval, suites, tmp_path)
+    with pytest.raises(ValueError, match="no benchmark to evaluate on"):
+        load_benchmarks(_params("eval.suites=[]").eval, suites, tmp_path)
