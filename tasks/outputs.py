@@ -56,11 +56,7 @@ def write_manifest(folder: Path, manifest: dict[str, Any]) -> None:
 
 def verify(folder: Path, manifest: dict[str, Any], stat_cache: Path) -> str | None:
     """Check the folder against its manifest; return None if intact, else what is wrong."""
-    try:
-        cache = json.loads(stat_cache.read_text())
-    except (OSError, ValueError):
-        cache = {}
-    fresh = {}
+    cache, fresh = recall(stat_cache), {}
     for rel, expected in manifest.get("files", {}).items():
         path = folder / rel
         try:
@@ -82,6 +78,14 @@ def remember_published(folder: Path, manifest: dict[str, Any], stat_cache: Path)
     """Record the stats of a folder just written from the hashes in its manifest, so no file is read twice."""
     remember({rel: [(folder / rel).stat().st_size, (folder / rel).stat().st_mtime_ns, f["sha256"]]
               for rel, f in manifest["files"].items()}, stat_cache)
+
+
+def recall(stat_cache: Path) -> dict[str, list]:
+    """The entries :func:`remember` wrote (``{key: [size, mtime_ns, sha256]}``); none if the file is missing or torn."""
+    try:
+        return json.loads(stat_cache.read_text())
+    except (OSError, ValueError):
+        return {}
 
 
 def remember(entries: dict[str, list], stat_cache: Path) -> None:
@@ -123,11 +127,7 @@ def content_hashes(paths: dict[str, Path], stat_cache: Path) -> dict[str, str]:
     A file whose size and mtime are those recorded in ``stat_cache`` is not read again, so a large model folder
     costs a ``stat`` per file on every run after the first.
     """
-    try:
-        cache = json.loads(stat_cache.read_text())
-    except (OSError, ValueError):
-        cache = {}
-    fresh: dict[str, list] = {}
+    cache, fresh = recall(stat_cache), {}
 
     def file_hash(path: Path) -> str:
         st, key = path.stat(), str(path.resolve())
