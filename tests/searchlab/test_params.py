@@ -41,6 +41,17 @@ def test_ill_typed_value_names_key_and_value(tmp_path):
     ("retriever.topk=0", r"retriever.topk \(from --set retriever.topk=0\): Input should be greater than or equal to 1"),
     ("retriever.topk", r"expected KEY=VALUE"),
     ("index.threads.x=1", r"index.threads is not a section"),
+    # the eval section
+    ("eval.systems=[direct, agnet]", r"eval.systems.1 .*: Input should be 'direct', 'rag' or 'agent', got 'agnet'"),
+    ("eval.benchmarks.nq.format=flashrg", r"eval.benchmarks.nq.format \(from --set .*\): Input should be 'auto', 'flashrag'"),
+    ("eval.benchmarks.nq.sample=0", r"eval.benchmarks.nq.path .*Field required"),
+    ("eval.suites=[world-singel]", r"eval.suites: unknown suite\(s\) world-singel"),
+    ("eval.benchmarks.world-single.path=x.jsonl", r"eval.benchmarks.world-single: the name of a built-in suite"),
+    ("eval.benchmarks.a/b.path=x.jsonl", r"eval.benchmarks.a/b: a benchmark name may hold only"),
+    ("eval.systems=[]", r"eval.systems: name at least one"),
+    ("eval.systems=[rag, rag]", r"eval.systems: each system once"),
+    ("eval.models=[sft, models:/agent]", r"eval.models.1: models:/agent: expected models:/NAME@ALIAS"),
+    ("eval.models=[sft, /elsewhere/sft]", r"eval.models: two models are named 'sft'"),
 ])
 def test_bad_override_is_named(override, message):
     with pytest.raises(ParamsError, match=message):
@@ -80,23 +91,6 @@ def test_eval_literals_match_the_evaluation_library():
     from searchlab.params import BenchmarkFormat, EvalSystem
 
     assert get_args(BenchmarkFormat) == ("auto", *FORMATS) and get_args(EvalSystem) == SYSTEMS
-
-
-@pytest.mark.parametrize("override, message", [
-    ("eval.systems=[direct, agnet]", r"eval.systems.1 .*: Input should be 'direct', 'rag' or 'agent', got 'agnet'"),
-    ("eval.benchmarks.nq.format=flashrg", r"eval.benchmarks.nq.format \(from --set .*\): Input should be 'auto', 'flashrag'"),
-    ("eval.benchmarks.nq.sample=0", r"eval.benchmarks.nq.path .*Field required"),
-    ("eval.suites=[world-singel]", r"eval.suites: unknown suite\(s\) world-singel"),
-    ("eval.benchmarks.world-single.path=x.jsonl", r"eval.benchmarks.world-single: the name of a built-in suite"),
-    ("eval.benchmarks.a/b.path=x.jsonl", r"eval.benchmarks.a/b: a benchmark name may hold only"),
-    ("eval.systems=[]", r"eval.systems: name at least one"),
-    ("eval.systems=[rag, rag]", r"eval.systems: each system once"),
-    ("eval.models=[sft, models:/agent]", r"eval.models.1: models:/agent: expected models:/NAME@ALIAS"),
-    ("eval.models=[sft, /elsewhere/sft]", r"eval.models: two models are named 'sft'"),
-])
-def test_eval_errors_name_the_key(override, message):
-    with pytest.raises(ParamsError, match=message):
-        load_params(REPO / "params/smoke.yaml", [override])
 
 
 def test_eval_models_are_named_by_their_source_or_explicitly():
