@@ -249,7 +249,8 @@ class RolloutParams(Section):
     temperature: float = Field(0.0, ge=0, description="0: greedy")
     top_p: float = Field(1.0, gt=0, le=1)
     max_new_tokens: int = Field(96, ge=1, description="new tokens per turn")
-    max_turns: int = Field(4, ge=1, description="model turns before the episode is cut off")
+    max_turns: int = Field(6, ge=1, description="model turns before the episode is cut off (a question of n hops "
+                                                "needs n + 1: n searches, then the answer)")
     topk: int = Field(3, ge=1, description="passages per <information> block")
     max_information_tokens: int | None = Field(384, ge=16, description="token budget of one <information> block")
     batch_size: int = Field(32, ge=1, description="questions generated together")

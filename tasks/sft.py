@@ -8,11 +8,13 @@ rates and trajectories (``samples.md``, ``samples.jsonl``) go with the run.
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
+from searchlab.agent.protocol import parse_trajectory
 from searchlab.agent.samples import spread_sample, write_samples
-from searchlab.jsonl import read_jsonl
+from searchlab.jsonl import iter_jsonl, read_jsonl
 from searchlab.model import load_agent
-from searchlab.params import Params
+from searchlab.params import Params, RolloutParams
 from searchlab.retrieval import open_retriever
 from searchlab.train.sft import base_model, run_sft
 from tasks.stage import Stage, StageContext
@@ -22,10 +24,27 @@ log = logging.getLogger("searchlab.sft")
 
 def _build(ctx: StageContext) -> dict:
     p, demos, corpus = ctx.params, ctx.inputs["qa"] / "demos.jsonl", ctx.inputs["corpus"] / "corpus.jsonl"
+    warn_if_turns_fall_short(demos, p.rollout)
     start = base_model(p.model, corpus, demos, ctx.work_dir / "base")
     config = str(ctx.root / p.sft.accelerate_config) if p.sft.accelerate_config else None
     figures = run_sft(p.model, p.sft, start, demos, ctx.out_dir, ctx.work_dir, config, corpus)
     return {**figures, **_sample_trajectories(ctx)}
+
+
+def warn_if_turns_fall_short(demos: Path, rollout: RolloutParams) -> int:
+    """Warn when a demonstration searches so often that ``rollout.max_turns`` would cut its episode off.
+
+    An episode of n searches needs n + 1 turns (the last one answers); with
+    fewer, the agent is taught questions it can never finish in a rollout.
+    Returns the most searches any demonstration makes.
+    """
+    most = max((sum(segment.kind == "search" for segment in parse_trajectory(record["completion"]).segments)
+                for _, record in iter_jsonl(demos)), default=0)
+    if most + 1 > rollout.max_turns:
+        log.warning("sft: %s has demonstrations of %d searches, but rollout.max_turns is %d: their episodes are "
+                    "cut off before the answer; set rollout.max_turns to at least %d", demos, most,
+                    rollout.max_turns, most + 1)
+    return most
 
 
 def _sample_trajectories(ctx: StageContext) -> dict:
