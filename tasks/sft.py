@@ -38,8 +38,7 @@ def warn_if_turns_fall_short(demos: Path, rollout: RolloutParams) -> int:
     fewer, the agent is taught questions it can never finish in a rollout.
     Returns the most searches any demonstration makes.
     """
-    most = max((sum(segment.kind == "search" for segment in parse_trajectory(record["completion"]).segments)
-                for _, record in iter_jsonl(demos)), default=0)
+    most = max((len(parse_trajectory(record["completion"]).searches) for _, record in iter_jsonl(demos)), default=0)
     if most + 1 > rollout.max_turns:
         log.warning("sft: %s has demonstrations of %d searches, but rollout.max_turns is %d: their episodes are "
                     "cut off before the answer; set rollout.max_turns to at least %d", demos, most,
