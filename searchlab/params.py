@@ -255,6 +255,9 @@ class RolloutParams(Section):
     max_information_tokens: int | None = Field(384, ge=16, description="token budget of one <information> block")
     batch_size: int = Field(32, ge=1, description="questions generated together")
     seed: int = 0
+    extractive_answers: bool = Field(False, description="the text inside <answer> may only copy the question or "
+                                                        "passages the episode was shown (span extraction); for "
+                                                        "small models that miscopy names and numbers; hf engine only")
     engine: Literal["hf", "vllm"] = Field("hf", description="hf: Hugging Face generate (CPU or GPU); vllm: a vLLM "
                                                             "engine (GPU machines with vllm installed)")
     vllm_gpu_memory_utilization: float = Field(0.85, gt=0, le=1, description="share of GPU memory vLLM may take")

@@ -52,6 +52,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from searchlab.agent.extractive import ExtractiveAnswers, answer_sources
 from searchlab.agent.protocol import ANSWER_CLOSE, SEARCH_CLOSE, instruction, parse_action, step
 
 if TYPE_CHECKING:  # importing searchlab.agent stays cheap: no pydantic params, and torch only when rolling out
@@ -370,6 +371,14 @@ def rollout(
     if sampling:
         generate_kwargs.update(temperature=params.temperature, top_p=params.top_p, top_k=0)
     criterion = _turn_end_criterion(tokenizer, eos_ids)
+    extractive = None
+    if params.extractive_answers:
+        if is_vllm(model):
+            raise ValueError("rollout.extractive_answers needs rollout.engine hf: vLLM has no per-step hook for it")
+        from transformers import LogitsProcessorList
+
+        extractive = ExtractiveAnswers(tokenizer, pad_id)
+        generate_kwargs["logits_processor"] = LogitsProcessorList([extractive])
 
     def count_tokens(text: str) -> int:
         return len(encode_completion(tokenizer, text))
@@ -383,7 +392,7 @@ def rollout(
         for start in range(0, len(results), params.batch_size):
             chunk = results[start:start + params.batch_size]
             batch = _VLLMBatch(model, [r.prompt_ids for r in chunk], params, eos_ids, first_seed=params.seed + start)
-            _run_chunk(batch, tokenizer, retriever, chunk, params, eos_ids, count_tokens)
+            _run_chunk(batch, tokenizer, retriever, chunk, params, eos_ids, count_tokens, None)
         return results
     device = torch.device(model.device)
     cuda = [device.index or 0] if device.type == "cuda" else []
@@ -392,16 +401,18 @@ def rollout(
         for start in range(0, len(results), params.batch_size):
             chunk = results[start:start + params.batch_size]
             batch = _Batch(model, criterion, generate_kwargs, [r.prompt_ids for r in chunk], pad_id, reuse_cache)
-            _run_chunk(batch, tokenizer, retriever, chunk, params, eos_ids, count_tokens)
+            _run_chunk(batch, tokenizer, retriever, chunk, params, eos_ids, count_tokens, extractive)
     return results
 
 
 def _run_chunk(batch, tokenizer, retriever, chunk: list[Rollout], params: RolloutParams, eos_ids: list[int],
-               count_tokens) -> None:
+               count_tokens, extractive: ExtractiveAnswers | None) -> None:
     """Play one chunk's episodes turn by turn on ``batch`` (a :class:`_Batch` or :class:`_VLLMBatch`)."""
     began = time.perf_counter()
     active = list(chunk)
     for turn in range(params.max_turns):
+        if extractive is not None:
+            extractive.begin_turn([answer_sources(r.question, r.prompt + r.completion) for r in active])
         generated = batch.generate()
         actions, kept = [], []
         for r, ids in zip(active, generated):

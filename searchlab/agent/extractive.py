@@ -1,0 +1,144 @@
+"""Extractive answers: while the agent writes ``<answer>``, it may only copy text it was shown.
+
+A small model that found the right passage still miscopies what it reads: a
+year comes out as another year, a name as a similar name. With
+``rollout.extractive_answers`` the answer is decoded under a constraint, as in
+span-extraction reading comprehension: the text inside ``<answer>`` must be a
+substring of the *sources*, the question and the retrieved passages the episode
+has seen (never the model's own thinking, which may already be miscopied).
+The model still chooses which span; it can no longer write one that appears
+nowhere. Outside ``<answer>`` decoding is untouched.
+
+:class:`ExtractiveAnswers` is a ``transformers`` logits processor. Before each
+turn the rollout loop hands it every row's sources (:meth:`begin_turn`); at each
+step, for rows inside an open ``<answer>``, it keeps the tokens whose text
+extends the answer to a substring of the sources, whitespace, and the closing
+tag once the answer is a non-empty substring, and masks the rest. Token texts
+are single-token decodes, which is exact for byte-level BPE vocabularies (the
+tiny model's, Qwen's, GPT-2's, Llama 3's).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from searchlab.agent.protocol import (
+    ANSWER_CLOSE,
+    ANSWER_OPEN,
+    INFORMATION_PREFIX,
+    environment_spans,
+)
+
+
+def answer_sources(question: str, shown: str) -> str:
+    """The text an extractive answer may copy from: ``question`` and every information block in ``shown``.
+
+    ``shown`` is what the model has read so far (prompt and completion); the
+    invalid-action feedback and the model's own turns are not sources.
+    """
+    # as the environment writes them, set apart by a blank line: the instruction's own mention of the
+    # tags ("between <information> and </information>") is not a block
+    blocks = [shown[start:end] for start, end in environment_spans(shown)
+              if shown[start:end].startswith(INFORMATION_PREFIX)]
+    return "\n".join([question, *blocks])
+
+
+def _occurs(span: str, sources: str, whole: bool) -> bool:
+    """Whether ``span`` occurs in ``sources`` starting at a word boundary (and, if ``whole``, ending at one)."""
+    at = sources.find(span)
+    while at >= 0:
+        starts = at == 0 or not sources[at - 1].isalnum() or not span[0].isalnum()
+        after = at + len(span)
+        ends = after == len(sources) or not sources[after].isalnum() or not span[-1].isalnum()
+        if starts and (ends or not whole):
+            return True
+        at = sources.find(span, at + 1)
+    return False
+
+
+def allows(answer: str, piece: str, sources: str) -> bool:
+    """Whether an answer written so far as ``answer`` may continue with the token text ``piece``.
+
+    The answer must be a copy of whole words: it starts where a word of the
+    sources starts, and it may close only where one ends ("Dro" of "Dromouth",
+    or "6" of "586", cannot be an answer).
+    """
+    text = answer + piece
+    if ANSWER_CLOSE in text:  # closing: the answer before the tag must be a non-empty copy
+        core = text[:text.index(ANSWER_CLOSE)].strip()
+        return bool(core) and _occurs(core, sources, whole=True)
+    for size in range(len(ANSWER_CLOSE) - 1, 1, -1):  # a closing tag spelled over several tokens ("</", "answer>")
+        if text.endswith(ANSWER_CLOSE[:size]):
+            core = text[:-size].strip()
+            return bool(core) and _occurs(core, sources, whole=True)
+    core = text.strip()
+    if not core:
+        return True
+    # trailing whitespace ends a word: what came before must be whole
+    return _occurs(core, sources, whole=text != text.rstrip())
+
+
+class ExtractiveAnswers:
+    """A logits processor confining each row's open ``<answer>`` to substrings of that row's sources.
+
+    ``begin_turn(sources)`` must be called before every ``generate``: ``sources[r]``
+    for row ``r`` of the batch (see :func:`answer_sources`). The first call of a
+    turn takes the input width as where the turn's generated tokens start.
+    """
+
+    def __init__(self, tokenizer: Any, pad_id: int) -> None:
+        self.tokenizer, self.pad_id = tokenizer, pad_id
+        self.sources: list[str] = []
+        self.candidates: list[list[int]] = []
+        self.turn_start: int | None = None
+        self._pieces: dict[int, str] = {}
+
+    def _piece(self, token: int) -> str:
+        if token not in self._pieces:
+            self._pieces[token] = self.tokenizer.decode([token], skip_special_tokens=False,
+                                                        clean_up_tokenization_spaces=False)
+        return self._pieces[token]
+
+    def begin_turn(self, sources: Sequence[str]) -> None:
+        """Set the rows' sources for the next turn and the tokens an answer could be spelled with."""
+        self.sources = list(sources)
+        self.turn_start = None
+        close = self.tokenizer(ANSWER_CLOSE, add_special_tokens=False)["input_ids"]
+        space = self.tokenizer(" ", add_special_tokens=False)["input_ids"]
+        self.candidates = []
+        for text in self.sources:
+            # a word may be spelled with or without its leading space, depending on where the answer starts
+            words = text.split()
+            ids = set(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+            if words:
+                for spelled in self.tokenizer(words + [" " + w for w in words], add_special_tokens=False)["input_ids"]:
+                    ids.update(spelled)
+            self.candidates.append(sorted(ids | set(close) | set(space)))
+
+    def _open_answer(self, row: list[int]) -> str | None:
+        """The answer text this turn has written so far, or None when the row is not inside ``<answer>``."""
+        text = self.tokenizer.decode([t for t in row if t != self.pad_id], skip_special_tokens=False,
+                                     clean_up_tokenization_spaces=False)
+        start = text.rfind(ANSWER_OPEN)
+        if start < 0 or ANSWER_CLOSE in text[start:]:
+            return None
+        return text[start + len(ANSWER_OPEN):]
+
+    def __call__(self, input_ids, scores):
+        import torch
+
+        if self.turn_start is None:
+            self.turn_start = input_ids.shape[1]
+        generated = input_ids[:, self.turn_start:].tolist()
+        for r, row in enumerate(generated):
+            answer = self._open_answer(row)
+            if answer is None:
+                continue
+            allowed = [t for t in self.candidates[r] if allows(answer, self._piece(t), self.sources[r])]
+            if not allowed:  # nothing in the sources continues it: leave the model free rather than stall
+                continue
+            keep = torch.zeros(scores.shape[1], dtype=torch.bool, device=scores.device)
+            keep[torch.tensor(allowed, device=scores.device)] = True
+            scores[r] = torch.where(keep, scores[r], torch.finfo(scores.dtype).min)
+        return scores

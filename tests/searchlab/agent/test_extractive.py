@@ -1,0 +1,135 @@
+"""Extractive answers: the rule, the sources, and real rollouts of a real (random, tiny) Qwen2 model under it."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import transformers
+
+from searchlab.agent import information_block, instruction
+from searchlab.agent.extractive import ExtractiveAnswers, allows, answer_sources
+from searchlab.agent.rollout import encode_completion, rollout
+from searchlab.retrieval.base import Hit
+from tests.searchlab.agent.test_rollout import (
+    DOCS,
+    Recording,
+    make_model,
+    make_tokenizer,
+    params,
+)
+
+SOURCES = "Question: where was Stimina born?\nDoc 1(Title: Stimina) She was born in Olsadarn in 1736. It has 2,572 people."
+
+
+@pytest.mark.parametrize(("answer", "piece", "ok"), [
+    ("", " ", True),  # whitespace before the answer
+    (" ", "Ols", True),  # the start of a word of the sources
+    (" Ols", "adarn", True),
+    (" ", "sadarn", False),  # not where a word starts
+    (" Olsadarn", " in", True),  # several words
+    (" Olsadarn", " on", False),
+    (" Olsadarn", "</answer>", True),
+    (" Olsadarn ", "</answer>", True),  # trailing space before the tag
+    (" Ols", "</answer>", False),  # not where a word ends
+    (" ", "</answer>", False),  # empty
+    (" 17", "36", True),
+    (" 1", "7", True),
+    (" 17", "</answer>", False),  # "17" is not a whole number of the sources
+    (" 2,", "572", True),
+    (" 2,572", "</", True),  # a closing tag over several tokens
+    (" 2,572", "answer>", False),  # "answer>" alone does not continue the tag
+    (" 2,5", "</", False),
+    (" Paris", "", False),  # nowhere in the sources
+])
+def test_allows_copies_of_whole_words_of_the_sources(answer, piece, ok):
+    assert allows(answer, piece, SOURCES) is ok
+
+
+def test_sources_are_the_question_and_information_blocks_not_the_models_own_words():
+    block = information_block([Hit("d1", '"Olsadarn"\nOlsadarn is a town of 2,572 people.', 1.0)])
+    shown = instruction("How big is Olsadarn?") + "<think>I think it is Paris, 99.</think>\n<search> Olsadarn </search>"
+    sources = answer_sources("How big is Olsadarn?", shown + block + "<think>Still Paris.</think>")
+    assert "2,572" in sources and "How big is Olsadarn?" in sources
+    assert "Paris" not in sources and "99" not in sources
+    # the instruction's wording is not a source either, not even where it names the tags
+    assert "Reason inside" not in sources and " and " not in sources
+
+
+@pytest.fixture(scope="module")
+def tok():
+    return make_tokenizer(tags_special=True)
+
+
+@pytest.fixture(scope="module")
+def model(tok):
+    return make_model(tok)
+
+
+def test_the_processor_masks_what_the_sources_do_not_hold(tok):
+    processor = ExtractiveAnswers(tok, tok.pad_token_id)
+    processor.begin_turn(["Tokyo is the capital of Japan."])
+    opened = encode_completion(tok, "<think>Paris.</think>\n<answer> ")
+    ids = torch.tensor([opened])
+    scores = torch.zeros(1, len(tok))
+    paris = encode_completion(tok, "Paris")[0]
+    scores[0, paris] = 10.0  # the model's favourite is nowhere in the sources
+    out = processor(ids[:, :0], scores.clone())  # turn starts at column 0: every id is this turn's
+    out = processor(ids, scores.clone())
+    best = tok.decode([int(out[0].argmax())])
+    assert out[0, paris] < -1e30 and "Tokyo is the capital of Japan.".find(best.strip()) >= 0
+    # outside an answer nothing changes
+    processor.begin_turn(["Tokyo is the capital of Japan."])
+    thinking = torch.tensor([encode_completion(tok, "<think>I")])
+    processor(thinking[:, :0], scores.clone())
+    assert torch.equal(processor(thinking, scores.clone()), scores)
+
+
+class OpenAnswer(Recording):
+    """The real model; each row is made to write ``<think>…</think>\\n<answer>`` first, then decodes freely."""
+
+    def __init__(self, model, tokenizer, opening: str):
+        super().__init__(model, tokenizer)
+        self.opening = encode_completion(tokenizer, opening)
+
+    def generate(self, input_ids, attention_mask, **kwargs):
+        start, opening = input_ids.shape[1], self.opening
+
+        def force(batch_ids, scores):
+            s = batch_ids.shape[1] - start
+            if s >= len(opening):
+                return scores
+            forced = torch.full_like(scores, float("-inf"))
+            forced[:, opening[s]] = 0.0
+            return forced
+
+        processors = transformers.LogitsProcessorList([force, *kwargs.pop("logits_processor", [])])
+        return super().generate(input_ids, attention_mask, logits_processor=processors, **kwargs)
+
+
+@pytest.mark.slow
+def test_rollout_answers_copy_whole_words_of_the_question_or_passages(model, tok, tmp_path_factory):
+    from tests.searchlab.agent.conftest import counting_bm25
+
+    questions = ["Who discovered penicillin?", "Where was Marie Curie born?", "What is the capital of Japan?",
+                 "Which river flows into the Mediterranean Sea?"]
+    wrapped = OpenAnswer(model, tok, "<think>Paris.</think>\n<answer>")
+    with counting_bm25(tmp_path_factory, DOCS) as retriever:
+        free = rollout(wrapped, tok, retriever, questions, params(max_new_tokens=24, max_turns=1))
+        held = rollout(wrapped, tok, retriever, questions, params(max_new_tokens=24, max_turns=1,
+                                                                   extractive_answers=True))
+    # the random model, left alone, writes text that is nowhere in the question
+    assert not any(r.answer and r.answer.strip() and r.answer.strip() in r.question for r in free)
+    answered = [r for r in held if r.answer]
+    assert answered, "no row closed its answer"
+    for r in answered:
+        assert r.answer.strip() and r.answer.strip() in r.question
+        assert "Paris" not in r.answer  # the model's own think is not a source
+
+
+def test_vllm_engines_refuse_extractive_answers(tok):
+    class FakeVLLM:  # only its module name matters: rollout refuses before generating anything
+        pass
+
+    FakeVLLM.__module__ = "vllm.entrypoints.llm"
+    with pytest.raises(ValueError, match="extractive_answers"):
+        rollout(FakeVLLM(), tok, None, ["q?"], params(extractive_answers=True))
