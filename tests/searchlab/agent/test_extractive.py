@@ -1,4 +1,5 @@
 """Extractive answers: the rule, the sources, and real rollouts of a real (random, tiny) Qwen2 model under it."""
+# ruff: noqa: F811  (pytest fixtures imported from test_rollout are parameters here, not redefinitions)
 
 from __future__ import annotations
 
@@ -10,13 +11,9 @@ from searchlab.agent import information_block, instruction
 from searchlab.agent.extractive import ExtractiveAnswers, allows, answer_sources
 from searchlab.agent.rollout import encode_completion, rollout
 from searchlab.retrieval.base import Hit
-from tests.searchlab.agent.test_rollout import (
-    DOCS,
-    Recording,
-    make_model,
-    make_tokenizer,
-    params,
-)
+
+# the rollout tests' session fixtures (a real tokenizer and a random tiny Qwen2), shared rather than rebuilt
+from tests.searchlab.agent.test_rollout import DOCS, Recording, model, params, tok  # noqa: F401
 
 SOURCES = "Question: where was Stimina born?\nDoc 1(Title: Stimina) She was born in Olsadarn in 1736. It has 2,572 people."
 
@@ -53,16 +50,6 @@ def test_sources_are_the_question_and_information_blocks_not_the_models_own_word
     assert "Paris" not in sources and "99" not in sources
     # the instruction's wording is not a source either, not even where it names the tags
     assert "Reason inside" not in sources and " and " not in sources
-
-
-@pytest.fixture(scope="module")
-def tok():
-    return make_tokenizer(tags_special=True)
-
-
-@pytest.fixture(scope="module")
-def model(tok):
-    return make_model(tok)
 
 
 def test_the_processor_masks_what_the_sources_do_not_hold(tok):
