@@ -211,7 +211,7 @@ class BenchmarksParams(Section):
 class TinyPretrainParams(Section):
     """Pretraining of the tiny model before SFT: corpus passages and copy drills (a real checkpoint had its own)."""
 
-    epochs: float = Field(1.0, ge=0, description="passes over the passages and drills (0: no pretraining)")
+    epochs: float = Field(2.0, ge=0, description="passes over the passages and drills (0: no pretraining)")
     copy_drills: int = Field(20000, ge=0, description="lists of title words to repeat: they teach the model to copy")
     learning_rate: float = Field(1e-3, gt=0)
     batch_size: int = Field(32, ge=1, description="examples per device per step")

@@ -134,10 +134,18 @@ class DemoWriter:
 
     def _compare_plan(self, q: Question) -> _Plan:
         p = q.compare["predicate"]
+        # the names in the question's order, and first the two copied as one span ("X or Y", "X and Y"): a
+        # contiguous copy is what a small model does best, and it puts the second name into the thinking, so
+        # "Now <second>" need not find it in the question
+        sides = sorted(q.constraints, key=lambda c: q.question.find(self.kb[c.subject].name))
+        first, second = (self.kb[c.subject].name for c in sides)
+        start, end = q.question.find(first), q.question.find(second) + len(second)
+        candidates = q.question[start:end] if start < end - len(second) else f"{first} and {second}"
         needs = []
-        for i, c in enumerate(q.constraints):
+        for i, c in enumerate(sides):
             name = self.kb[c.subject].name
-            lead = f"I need the {words(p)} of both. First {name}." if i == 0 else f"Now {name}."
+            lead = (f"Two candidates: {candidates}. I need the {words(p)} of both. First {name}." if i == 0
+                    else f"Now {name}.")
             needs.append(_Need(self._queries(q, name, p), c.passage, lead, c.text))
         direction = "larger" if q.compare["direction"] == "max" else "smaller"
         return _Plan(q, needs, final=f"{q.answers[0]} has the {direction} {words(p)}.")

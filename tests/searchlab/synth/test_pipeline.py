@@ -77,6 +77,21 @@ def test_demonstrations_parse_and_show_the_real_retrievers_results(synthesized, 
                 assert not any(cover_exact_match(q, d["answers"]) for q in trajectory.searches), d["completion"]
 
 
+def test_comparisons_name_and_search_their_two_candidates_in_the_questions_order(synthesized, kb):
+    out, _ = synthesized
+    comparisons = [r for r in read_jsonl(out / "train.jsonl") if r["type"] == "compare"]
+    demos = {d["id"]: d for d in read_jsonl(out / "demos.jsonl")}
+    assert comparisons
+    for r in comparisons:
+        first, second = sorted((kb[c["subject"]].name for c in r["constraints"]), key=r["question"].find)
+        trajectory = parse_trajectory(demos[r["id"]]["completion"])
+        assert trajectory.searches[0].startswith(first) and trajectory.searches[1].startswith(second)
+        # the first thought copies both names as the question words them, one span
+        first_think = next(s.content for s in trajectory.segments if s.kind == "think")
+        span = r["question"][r["question"].find(first):r["question"].find(second) + len(second)]
+        assert f"Two candidates: {span}." in first_think, first_think
+
+
 def test_benchmark_suites_are_flashrag_jsonl_with_no_training_answers(synthesized, tmp_path):
     out, _ = synthesized
     counts = write_suites(BenchmarksParams(size=15), out, tmp_path)
