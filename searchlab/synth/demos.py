@@ -138,12 +138,12 @@ class DemoWriter:
         # contiguous copy is what a small model does best, and it puts the second name into the thinking, so
         # "Now <second>" need not find it in the question
         sides = sorted(q.constraints, key=lambda c: q.question.find(self.kb[c.subject].name))
-        first, second = (self.kb[c.subject].name for c in sides)
-        start, end = q.question.find(first), q.question.find(second) + len(second)
-        candidates = q.question[start:end] if start < end - len(second) else f"{first} and {second}"
+        names = [self.kb[c.subject].name for c in sides]
+        first_at, second_at = (q.question.find(name) for name in names)
+        candidates = (q.question[first_at:second_at + len(names[1])] if first_at < second_at
+                      else " and ".join(names))
         needs = []
-        for i, c in enumerate(sides):
-            name = self.kb[c.subject].name
+        for i, (c, name) in enumerate(zip(sides, names)):
             lead = (f"Two candidates: {candidates}. I need the {words(p)} of both. First {name}." if i == 0
                     else f"Now {name}.")
             needs.append(_Need(self._queries(q, name, p), c.passage, lead, c.text))
