@@ -10,7 +10,6 @@ import json
 import logging
 import os
 import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -18,6 +17,7 @@ from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from flows.runtime import UI_STATE, configure_prefect, find_root, running_ui
@@ -37,12 +37,13 @@ def _load(root: Path, params_file: str, overrides: list[str] | None) -> Params:
     try:
         return load_params(root / params_file, overrides or [])
     except ParamsError as err:
-        err_console.print(f"[red]error:[/red] {err}", highlight=False)
-        raise typer.Exit(2) from None
+        raise _fail(str(err), 2) from None
 
 
 def _fail(message: str, code: int = 1) -> typer.Exit:
-    err_console.print(f"[red]error:[/red] {message}", highlight=False)
+    # escape: a message quoting `--set eval.suites=[x]` is text, not markup; soft_wrap: a long path stays whole
+    # (the terminal wraps it), so it can be copied from the message
+    err_console.print(f"[red]error:[/red] {escape(message)}", highlight=False, soft_wrap=True)
     return typer.Exit(code)
 
 
@@ -57,11 +58,13 @@ def run(
     """Run the pipeline through Prefect up to the named stages; cached stages do no work."""
     root = find_root()
     params = _load(root, params_file, overrides)  # fail fast, before Prefect starts
-    from tasks.registry import plan
+    from tasks.registry import check_force, plan
     from tasks.stage import check_external
 
     try:
-        check_external(plan(stages or []), params, root)
+        todo = plan(stages or [])
+        check_force(force or [], todo)
+        check_external(todo, params, root)
     except ValueError as err:
         raise _fail(str(err), 2) from None
     from tasks.tracking import prestart
@@ -79,7 +82,9 @@ def run(
             summary = pipeline(params_file=params_file, overrides=overrides or [], stages=stages or [],
                                force=force or [], root=str(root), record_dvc=not no_dvc_commit)
     except Exception as err:  # the flow already logged the traceback; end with one clear line
-        raise _fail(f"{type(err).__name__}: {err}") from None
+        from searchlab.files import no_space_message
+
+        raise _fail(no_space_message(err, root / params.runtime.data_dir) or f"{type(err).__name__}: {err}") from None
     table = Table(title=f"searchlab run ({time.time() - started:.1f} s)")
     for column in ("stage", "state", "seconds", "counts"):
         table.add_column(column)
@@ -274,7 +279,7 @@ def serve_retriever(
     host: Annotated[Optional[str], typer.Option(help="bind address (default: retriever.host, 127.0.0.1)")] = None,
     port: Annotated[Optional[int], typer.Option(help="port (default: retriever.port)")] = None,
 ) -> None:
-    """Serve the built index over HTTP with Search-R1's POST /retrieve API."""
+    """Serve the built index over HTTP with Search-R1's POST /retrieve API (default topk: retriever.topk)."""
     root = find_root()
     params = _load(root, params_file, overrides)
     from searchlab.retrieval.server import serve
@@ -283,7 +288,7 @@ def serve_retriever(
     rp = params.retriever
     host, port = host or rp.host, port or rp.port
     console.print(f"retriever ({rp.method}) on http://{host}:{port}/retrieve   health: http://{host}:{port}/health")
-    serve(retriever, host=host, port=port, max_queries=rp.max_queries, max_topk=rp.max_topk)
+    serve(retriever, host=host, port=port, max_queries=rp.max_queries, max_topk=rp.max_topk, default_topk=rp.topk)
 
 
 @app.command("eval-retrieval")
@@ -322,85 +327,127 @@ def ui(
     """Start the Prefect server and the MLflow UI for this project and print their URLs (Ctrl-C stops both)."""
     root = find_root()
     params = _load(root, DEFAULT_PARAMS, [])
+    from flows.processes import start_bound, stop_all
+    from flows.runtime import LOGS
     from tasks.tracking import tracking_uri
 
     env = dict(os.environ, PREFECT_HOME=str(root / ".prefect"), PREFECT_SERVER_ANALYTICS_ENABLED="false",
                PREFECT_UI_API_URL=f"http://{host}:{prefect_port}/api")
     env.pop("PREFECT_API_URL", None)
     bin_dir = Path(sys.executable).parent
-    servers = [
-        subprocess.Popen([str(bin_dir / "prefect"), "server", "start", "--host", host, "--port", str(prefect_port)],
-                         env=env, cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT),
-        subprocess.Popen([str(bin_dir / "mlflow"), "server", "--host", host, "--port", str(mlflow_port),
-                          "--backend-store-uri", tracking_uri(params.tracking, root),
-                          "--default-artifact-root", (root / "mlartifacts").resolve().as_uri()],
-                         # MLflow's background job runner (7 worker processes) serves GenAI features we don't use.
-                         env=dict(os.environ, MLFLOW_SERVER_ENABLE_JOB_EXECUTION="false"),
-                         cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT),
-    ]
-    state = {"prefect_api_url": f"http://{host}:{prefect_port}/api", "prefect_ui_url": f"http://{host}:{prefect_port}",
-             "mlflow_url": f"http://{host}:{mlflow_port}", "pids": [p.pid for p in servers]}
+    logs = root / LOGS
+    for port in (prefect_port, mlflow_port):
+        # else the health checks below could be answered by whatever already listens there
+        if not _port_free(host, port):
+            raise _fail(f"port {port} on {host} is in use: pick another with --prefect-port / --mlflow-port", 2)
+    # Each server is bound to this process: a kill -9 of `searchlab ui` takes them (and MLflow's workers) down too.
+    servers = [start_bound([str(bin_dir / "prefect"), "server", "start", "--host", host, "--port", str(prefect_port)],
+                           log=logs / "prefect.log", env=env, cwd=root)]
     try:
+        servers.append(start_bound(
+            [str(bin_dir / "mlflow"), "server", "--host", host, "--port", str(mlflow_port),
+             "--backend-store-uri", tracking_uri(params.tracking, root),
+             "--default-artifact-root", (root / "mlartifacts").resolve().as_uri()],
+            # MLflow's background job runner (7 worker processes) serves GenAI features we don't use.
+            log=logs / "mlflow.log", env=dict(os.environ, MLFLOW_SERVER_ENABLE_JOB_EXECUTION="false"), cwd=root))
+        state = {"prefect_api_url": f"http://{host}:{prefect_port}/api",
+                 "prefect_ui_url": f"http://{host}:{prefect_port}", "mlflow_url": f"http://{host}:{mlflow_port}",
+                 # runs trust this record only while these processes live (flows.runtime.running_ui)
+                 "pid": os.getpid(), "pids": [server.pid for server in servers]}
         with console.status("starting the Prefect server and the MLflow UI..."):
             _wait_for(state["prefect_api_url"] + "/health", servers[0], "Prefect server")
             _wait_for(state["mlflow_url"] + "/health", servers[1], "MLflow UI")
         (root / UI_STATE).parent.mkdir(exist_ok=True)
         (root / UI_STATE).write_text(json.dumps(state))
         console.print(f"Prefect UI: {state['prefect_ui_url']}\nMLflow UI:  {state['mlflow_url']}\n"
-                      "`searchlab run` in this project now reports to these servers. Ctrl-C stops both.")
+                      f"server logs: {logs}/prefect.log, mlflow.log\n"
+                      "`searchlab run` in this project now reports to these servers. Ctrl-C stops both.",
+                      highlight=False, soft_wrap=True)
         signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-        while all(p.poll() is None for p in servers):
+        while all(server.poll() is None for server in servers):
             time.sleep(1)
-        raise _fail("a server stopped unexpectedly")
+        stopped = next(server for server in servers if server.poll() is not None)
+        raise _fail(f"a server stopped unexpectedly (exit status {stopped.returncode}); see {stopped.log}")
     except KeyboardInterrupt:
         pass
     finally:
-        (root / UI_STATE).unlink(missing_ok=True)
-        for proc in servers:
-            proc.terminate()
-        for proc in servers:
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+        try:  # the record is ours to remove only if no other `searchlab ui` has replaced it
+            if json.loads((root / UI_STATE).read_text()).get("pid") == os.getpid():
+                (root / UI_STATE).unlink()
+        except (OSError, ValueError):
+            pass
+        stop_all(servers)
 
 
-def _wait_for(url: str, proc: subprocess.Popen, what: str, timeout_s: float = 120) -> None:
+def _port_free(host: str, port: int) -> bool:
+    """Whether nothing listens on ``host:port`` (binding it succeeds)."""
+    import socket
+
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the servers do: TIME_WAIT is no obstacle
+        try:
+            sock.bind((host, port))
+            return True
+        except OSError:
+            return False
+
+
+def _wait_for(url: str, proc, what: str, timeout_s: float = 120) -> None:
+    """Wait until ``url`` answers; fail naming ``what`` (and its log) if ``proc`` exits first or time runs out."""
     import urllib.request
 
+    log = f"; see {proc.log}" if getattr(proc, "log", None) else ""
     deadline = time.time() + timeout_s
     while time.time() < deadline:
         if proc.poll() is not None:
-            raise _fail(f"{what} exited with code {proc.returncode} (is the port in use?)")
+            raise _fail(f"{what} exited with code {proc.returncode} (is the port in use?){log}")
         try:
             with urllib.request.urlopen(url, timeout=1):
                 return
         except OSError:
             time.sleep(0.5)
-    raise _fail(f"{what} did not answer at {url} within {timeout_s:.0f} s")
+    raise _fail(f"{what} did not answer at {url} within {timeout_s:.0f} s{log}")
 
 
 @app.command()
 def serve(
+    stages: Annotated[Optional[list[str]], typer.Argument(
+        help="stages each run brings up to date by default (default: all)")] = None,
     cron: Annotated[Optional[str], typer.Option(help="also run on this schedule, e.g. '0 3 * * *'")] = None,
     name: Annotated[str, typer.Option(help="deployment name")] = "searchlab",
     params_file: ParamsOpt = DEFAULT_PARAMS,
     overrides: SetOpt = None,
 ) -> None:
-    """Serve the pipeline as a Prefect deployment: start runs (any params file, overrides) from the Prefect UI."""
+    """Serve the pipeline as a Prefect deployment: start runs (other params, overrides) from the Prefect UI.
+
+    Runs may not set endpoint URLs or secret-bearing keys (url, *_uri, *_env...) the served params do not hold.
+    """
     root = find_root()
     params = _load(root, params_file, overrides)
-    api_url = configure_prefect(root, params.runtime.prefect_api_url)
+    from tasks.registry import plan
+
+    try:
+        plan(stages or [])
+    except ValueError as err:
+        raise _fail(str(err), 2) from None
+    # A temporary server would go with this process, and the deployment and its schedule with it.
+    api_url = configure_prefect(root, params.runtime.prefect_api_url, temporary=False)
     if api_url is None:
         raise _fail("serving needs a running Prefect server: start `searchlab ui` first "
                     "(or set runtime.prefect_api_url / PREFECT_API_URL)")
+    from flows.serving import SERVED, served_record
+
+    # The runs this process executes inherit its environment; no run parameter can change what it says is served.
+    os.environ[SERVED] = served_record(root, params_file, params)
     from flows.pipeline import pipeline
 
     console.print(f"deployment searchlab-pipeline/{name} on {api_url}"
-                  + (f", scheduled '{cron}'" if cron else "") + ". Ctrl-C stops serving.")
+                  + (f", scheduled '{cron}'" if cron else "") + ". Ctrl-C stops serving.", highlight=False)
     pipeline.serve(name=name, cron=cron,
-                   parameters={"params_file": params_file, "overrides": overrides or [], "root": str(root)},
-                   description="searchlab pipeline; set params_file, overrides, stages and force per run.")
+                   parameters={"params_file": params_file, "overrides": overrides or [], "stages": stages or [],
+                               "root": str(root)},
+                   description="searchlab pipeline; set params_file, overrides, stages and force per run "
+                               "(endpoint URLs and secret-bearing keys only as in the served params).")
 
 
 @app.command("dvc-yaml")

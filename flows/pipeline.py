@@ -6,10 +6,11 @@ import subprocess
 from pathlib import Path
 
 from prefect import flow, get_run_logger
-from prefect.runtime import flow_run
+from prefect.runtime import deployment, flow_run
 
+from flows.serving import check_deployment_run
 from searchlab.params import flatten, load_params
-from tasks.dvc import dvc_commit, write_effective_params
+from tasks.dvc import record_outputs, write_effective_params
 from tasks.registry import plan
 from tasks.run import stage_task
 from tasks.stage import RunContext, StageResult, check_external
@@ -37,6 +38,8 @@ def pipeline(params_file: str = "params/default.yaml", overrides: list[str] | No
     """
     logger = get_run_logger()
     root_path = Path(root).resolve()
+    if deployment.get_id():  # started through the Prefect API, by whoever can reach it: no new endpoints or secrets
+        check_deployment_run(root_path, params_file, overrides or [])
     params = load_params(root_path / params_file, overrides or [])
     todo = plan(stages or [])
     unknown = set(force or []) - {s.name for s in todo}
@@ -55,19 +58,21 @@ def pipeline(params_file: str = "params/default.yaml", overrides: list[str] | No
                      parent_run_id=parent, flow_run_id=flow_run.get_id(), git_commit=commit,
                      on_wait=logger.info)
     results: dict[str, StageResult] = {}
-    try:
-        for stage in todo:
-            state = stage_task(stage)(ctx, {n: results[n] for n in stage.upstream}, return_state=True)
-            results[stage.name] = state.result()  # raises if the stage failed
-    except BaseException:
-        tracker.finish_pipeline(parent, status="FAILED")
-        raise
-    computed = [name for name, r in results.items() if not r.cached]
-    tracker.finish_pipeline(parent, metrics={"stages_computed": len(computed), "stages_cached": len(results) - len(computed)})
-    write_effective_params(root_path, params)
-    if computed and record_dvc:
-        problem = dvc_commit(root_path, computed)
-        if problem:
-            logger.warning(problem)
+    with ctx:  # holds the stage folders this run used until it has recorded them
+        try:
+            for stage in todo:
+                state = stage_task(stage)(ctx, {n: results[n] for n in stage.upstream}, return_state=True)
+                results[stage.name] = state.result()  # raises if the stage failed
+        except BaseException:
+            tracker.finish_pipeline(parent, status="FAILED")
+            raise
+        computed = [name for name, r in results.items() if not r.cached]
+        tracker.finish_pipeline(parent, metrics={"stages_computed": len(computed),
+                                                 "stages_cached": len(results) - len(computed)})
+        write_effective_params(root_path, params)
+        if record_dvc:
+            problem = record_outputs(root_path, ctx.data_dir, todo)
+            if problem:
+                logger.warning(problem)
     return {name: {"cached": r.cached, "fingerprint": r.manifest["fingerprint"], "counts": r.manifest["counts"],
                    "seconds": r.manifest["seconds"]} for name, r in results.items()}

@@ -109,6 +109,14 @@ class RetrieverParams(Section):
     max_queries: int = Field(1024, ge=1, description="largest batch one /retrieve request may carry")
     max_topk: int = Field(100, ge=1, description="largest topk one /retrieve request may ask for")
 
+    @model_validator(mode="after")
+    def _default_within_limit(self) -> "RetrieverParams":
+        # topk is also the server's default for a request that names none, so it must be one the server allows.
+        if self.topk > self.max_topk:
+            raise ValueError(f"retriever.topk ({self.topk}) is over retriever.max_topk ({self.max_topk}), the largest "
+                             "topk a /retrieve request may ask for; lower retriever.topk or raise retriever.max_topk")
+        return self
+
 
 # ---------------------------------------------------------------- qa synthesis
 QuestionType = Literal["single", "bridge", "compare", "compose", "oblique"]
@@ -231,6 +239,28 @@ class TinyModelParams(Section):
     max_positions: int = Field(2048, ge=64)
     seed: int = 0
     pretrain: TinyPretrainParams = TinyPretrainParams()
+
+    @model_validator(mode="after")
+    def _shape_works(self) -> "TinyModelParams":
+        problem = self.shape_problem()
+        if problem:
+            raise ValueError(problem)
+        return self
+
+    def shape_problem(self) -> str | None:
+        """Why the attention layers cannot be built with these sizes, or None: checked here, before the stages
+        upstream of sft run, and again by the model builder (which may get a spec made without validation)."""
+        if self.hidden_size % self.heads:
+            return (f"model.tiny.hidden_size {self.hidden_size} is not divisible by model.tiny.heads {self.heads} "
+                    "(each head gets hidden_size / heads dimensions)")
+        if self.heads % self.kv_heads:
+            return (f"model.tiny.heads {self.heads} is not divisible by model.tiny.kv_heads {self.kv_heads} "
+                    "(query heads share the key/value heads in equal groups)")
+        if (self.hidden_size // self.heads) % 2:
+            return (f"model.tiny.hidden_size / model.tiny.heads = {self.hidden_size} / {self.heads} = "
+                    f"{self.hidden_size // self.heads} dimensions per head, which must be even (rotary position "
+                    "embeddings turn pairs of dimensions)")
+        return None
 
 
 class ModelParams(Section):
@@ -523,21 +553,47 @@ def _key_lines(node: yaml.Node | None, prefix: tuple[str, ...] = ()) -> dict[tup
 
 
 def _describe(err: ValidationError, path: Path, lines: dict[tuple[str, ...], int], overrides) -> str:
+    """The :class:`ParamsError` message: one line per problem, naming its dotted key and where the value came from
+    (the file and line, the ``--set`` that made it, or both for a cross-field check)."""
     problems = []
     for e in err.errors():
         loc = tuple(str(p) for p in e["loc"])
         key = ".".join(loc) or "(top level)"
-        where = ""
-        overridden = [o for o in overrides if o.partition("=")[0].strip() == key]
-        if overridden:
-            where = f" (from --set {overridden[-1]})"
-        else:
-            for n in range(len(loc), 0, -1):
-                if loc[:n] in lines:
-                    where = f" (line {lines[loc[:n]]})"
-                    break
-        message = "unknown key" if e["type"] == "extra_forbidden" else e["msg"]
+        line, from_set = _origin(loc, lines, overrides)
+        where = ", ".join(([f"line {line}"] if line else []) + [f"--set {o}" for o in from_set])
+        if from_set and not line:
+            where = "from " + where
+        message = "unknown key" if e["type"] == "extra_forbidden" else e["msg"].removeprefix("Value error, ")
         if e["type"] != "extra_forbidden" and "input" in e and not isinstance(e["input"], dict):
             message += f", got {e['input']!r}"
-        problems.append(f"{path}: {key}{where}: {message}")
+        # A problem only the overrides made is not the file's: naming the file would send the reader to it.
+        blame = f"{path}: " if line or not from_set else ""
+        problems.append(f"{blame}{key}{f' ({where})' if where else ''}: {message}")
     return "invalid params:\n  " + "\n  ".join(problems)
+
+
+def _origin(loc: tuple[str, ...], lines: dict[tuple[str, ...], int], overrides) -> tuple[int | None, list[str]]:
+    """Where the value at ``loc`` came from: ``(line in the file or None, the --set overrides that made it)``.
+
+    An override counts when it set ``loc`` itself, something inside it (a cross-field check of a section), or
+    something the file does not define on the way to it (``--set nosuch.key=1`` makes the unknown ``nosuch``).
+    """
+    if not loc:  # the document as a whole: the file's
+        return None, []
+    keys = [(o, tuple(o.partition("=")[0].strip().split("."))) for o in overrides]
+    exact = [o for o, k in keys if k == loc]
+    if exact:
+        return None, exact[-1:]
+    depth = max((n for n in range(len(loc), 0, -1) if loc[:n] in lines), default=0)
+    from_set = [o for o, k in keys if k[:len(loc)] == loc or _common(k, loc) > depth]
+    if depth == len(loc) or not from_set:
+        return (lines[loc[:depth]] if depth else None), from_set
+    return None, from_set
+
+
+def _common(a: tuple[str, ...], b: tuple[str, ...]) -> int:
+    """How many leading parts two dotted keys share."""
+    n = 0
+    while n < min(len(a), len(b)) and a[n] == b[n]:
+        n += 1
+    return n

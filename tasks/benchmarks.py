@@ -13,6 +13,5 @@ STAGE = Stage(
     description="Write the held-out world-* benchmark suites in FlashRAG JSONL",
     upstream=("qa",),
     reads=("benchmarks",),
-    code=("searchlab.synth.benchmarks", "searchlab.scoring", "searchlab.jsonl", "tasks.benchmarks"),
     build=_build,
 )

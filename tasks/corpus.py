@@ -13,6 +13,5 @@ STAGE = Stage(
     description="Generate the synthetic encyclopedia (corpus.jsonl, kb.jsonl) or import a real corpus",
     upstream=(),
     reads=("corpus",),
-    code=("searchlab.corpus", "searchlab.jsonl", "tasks.corpus"),
     build=_build,
 )

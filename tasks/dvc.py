@@ -1,20 +1,27 @@
 """DVC wiring: ``dvc.yaml`` generated from the stage declarations, and recording a run in ``dvc.lock``.
 
 ``searchlab run`` writes the params it ran with to ``params.yaml`` (the params of
-the data in the workspace) and, after computing stages, ``dvc commit``s them,
-so ``dvc status`` is clean and ``dvc repro`` is a no-op after a run.
+the data in the workspace) and ``dvc commit``s every stage of the run that
+``dvc.lock`` does not yet record as it is, so ``dvc status`` is clean and
+``dvc repro`` is a no-op after a run. What this checkout last recorded is kept in
+``data/.work/dvc-recorded.json``; a run whose stages all match it (and whose
+``dvc.lock`` is the one it wrote) costs no DVC call at all.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import yaml
 
 from searchlab.params import Params
-from tasks.stage import Stage, code_paths
+from tasks.stage import Stage, code_files
 
 EFFECTIVE_PARAMS = "params.yaml"
 HEADER = (
@@ -32,7 +39,7 @@ def render_dvc_yaml(stages: tuple[Stage, ...], root: Path) -> str:
     """
     doc: dict = {"stages": {}}
     for stage in stages:
-        code_deps = [p.resolve().relative_to(root.resolve()).as_posix() for p in code_paths(stage)]
+        code_deps = [p.resolve().relative_to(root.resolve()).as_posix() for p in code_files(stage)]
         doc["stages"][stage.name] = {
             "desc": stage.description,
             "cmd": f"searchlab run {stage.name} --params {EFFECTIVE_PARAMS} --no-dvc-commit",
@@ -57,13 +64,56 @@ def write_effective_params(root: Path, params: Params) -> None:
         tmp.replace(path)
 
 
+RECORDED = Path(".work") / "dvc-recorded.json"  # under the data folder: local state, never versioned
+
+
+def find_dvc() -> str | None:
+    """The ``dvc`` installed beside this interpreter (the project's venv, which need not be on PATH), else PATH's."""
+    beside = Path(sys.executable).parent / "dvc"
+    return str(beside) if os.access(beside, os.X_OK) else shutil.which("dvc")
+
+
+def record_outputs(root: Path, data_dir: Path, stages: list[Stage]) -> str | None:
+    """``dvc commit`` the stages (given upstream first) whose output, or an upstream's, changed since this checkout
+    last recorded them in ``dvc.lock``; return why not, if it could not."""
+    recorded = _read_json(data_dir / RECORDED)
+    lock_matches = recorded.get("dvc_lock") == _sha256(root / "dvc.lock")
+    outputs = {stage.name: _sha256(data_dir / stage.name / "manifest.json") for stage in stages}
+    before = recorded.get("outputs", {}) if lock_matches else {}
+    todo = [stage.name for stage in stages
+            if any(outputs.get(name) != before.get(name) for name in (stage.name, *stage.upstream))]
+    if not todo:
+        return None
+    problem = dvc_commit(root, todo)
+    if problem is None:
+        state = {"dvc_lock": _sha256(root / "dvc.lock"), "outputs": {**before, **{n: outputs[n] for n in todo}}}
+        (data_dir / RECORDED).parent.mkdir(parents=True, exist_ok=True)
+        (data_dir / RECORDED).write_text(json.dumps(state, indent=1))
+    return problem
+
+
+def _sha256(path: Path) -> str | None:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        value = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
 def dvc_commit(root: Path, stage_names: list[str]) -> str | None:
     """Record the named stages' deps, params and outputs in ``dvc.lock``; return why not, if it could not."""
     if not (root / ".dvc").is_dir():
         return "not a DVC repository (no .dvc/): outputs not recorded in dvc.lock"
-    dvc = shutil.which("dvc")
+    dvc = find_dvc()
     if dvc is None:
-        return "dvc is not installed"
+        return f"dvc is installed neither beside {sys.executable} nor on PATH: outputs not recorded in dvc.lock"
     proc = subprocess.run([dvc, "commit", "--force", "--quiet", *stage_names], cwd=root, capture_output=True,
                           text=True)
     if proc.returncode != 0:

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from searchlab.eval.benchmarks import Question, load_benchmark
+from searchlab.eval.benchmarks import BenchmarkError, Question, load_benchmark
 from searchlab.eval.flat import flat_metrics
 from searchlab.model import load_agent
 from searchlab.params import WORLD_SUITES, EvalParams, Params
@@ -55,12 +55,22 @@ def model_folders(params: Params, root: Path, sft_dir: Path) -> dict[str, Path]:
 
 def external_inputs(params: Params, root: Path) -> dict[str, Path]:
     """What the stage reads from outside the pipeline: external benchmark files and model folders other than
-    ``sft`` (whose content its upstream fingerprint covers), by the name the params give them."""
+    ``sft`` (whose content its upstream fingerprint covers), by the name the params give them.
+
+    Each benchmark file is read in full in its ``format``: a malformed one is a ValueError naming the params key,
+    the file and the line now, before any stage runs, not when evaluation starts after training.
+    """
     inputs = {}
     for name, spec in params.eval.benchmarks.items():
         path = _path(root, spec.path)
         if not path.is_file():
             raise ValueError(f"eval.benchmarks.{name}.path: no such file: {path}")
+        try:
+            load_benchmark(path, name, spec.format)
+        except BenchmarkError as err:
+            raise ValueError(f"eval.benchmarks.{name}: {err}") from None
+        except OSError as err:  # unreadable (permissions): a ValueError too, so the CLI reports it as an input problem
+            raise ValueError(f"eval.benchmarks.{name}.path: cannot read {path}: {err.strerror}") from None
         inputs[spec.path] = path
     sources = params.eval.model_sources()
     folders = model_folders(params, root, sft_dir=root / params.runtime.data_dir / SFT)
@@ -126,8 +136,6 @@ STAGE = Stage(
     description="Evaluate every model x system (direct, rag, agent) on the world suites and external benchmarks",
     upstream=("index", "benchmarks", "sft"),
     reads=("eval", "rollout", "retriever", "model"),
-    code=("searchlab.eval", "searchlab.agent", "searchlab.model", "searchlab.scoring", "searchlab.retrieval",
-          "searchlab.jsonl", "searchlab.files", "tasks.evaluate"),
     build=_build,
     reports=("report.md", "em.png", "searches.png", "metrics.json"),
     external=external_inputs,

@@ -17,6 +17,5 @@ STAGE = Stage(
     description="Index the corpus with pyserini (Lucene BM25) and, if enabled, a FAISS dense index",
     upstream=("corpus",),
     reads=("index",),
-    code=("searchlab.retrieval", "searchlab.jsonl", "tasks.index"),
     build=_build,
 )

@@ -14,8 +14,6 @@ STAGE = Stage(
     description="Synthesize verified multi-hop questions, SFT demonstrations and held-out questions from the KB",
     upstream=("corpus", "index"),
     reads=("qa", "retriever"),
-    code=("searchlab.synth", "searchlab.agent", "searchlab.scoring", "searchlab.retrieval", "searchlab.jsonl",
-          "searchlab.files", "tasks.qa"),
     build=_build,
     reports=("datasheet.md", "stats.json"),
 )

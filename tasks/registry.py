@@ -22,3 +22,16 @@ def plan(targets: list[str] | tuple[str, ...] = ()) -> list[Stage]:
             needed.add(name)
             todo.extend(BY_NAME[name].upstream)
     return [s for s in STAGES if s.name in needed]
+
+
+def check_force(force: list[str] | tuple[str, ...], todo: list[Stage]) -> None:
+    """Raise ValueError naming the ``--force`` stage that is unknown or not among ``todo`` (the run's stages):
+    forcing a stage the run never reaches would silently do nothing."""
+    unknown = [name for name in force if name not in BY_NAME]
+    if unknown:
+        raise ValueError(f"--force {', '.join(unknown)}: no such stage; stages are: {', '.join(BY_NAME)}")
+    planned = [s.name for s in todo]
+    outside = [name for name in force if name not in planned]
+    if outside:
+        raise ValueError(f"--force {', '.join(outside)}: not among the stages of this run ({', '.join(planned)}); "
+                         f"name it as a stage to run too, e.g. `searchlab run {outside[0]} --force {outside[0]}`")

@@ -72,8 +72,6 @@ STAGE = Stage(
     description="Fine-tune the agent model on the demonstrations with TRL (loss on the agent's own tokens only)",
     upstream=("corpus", "index", "qa"),
     reads=("model", "sft", "rollout", "retriever"),
-    code=("searchlab.train", "searchlab.model", "searchlab.agent", "searchlab.scoring",
-          "searchlab.retrieval", "searchlab.jsonl", "tasks.sft"),
     build=_build,
     reports=("samples.md", "samples.jsonl"),
     curves="train_log.jsonl",

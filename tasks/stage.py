@@ -7,18 +7,24 @@ that into a fingerprinted, cached, atomic, locked and resumable step:
 1. fingerprint = hash(stage name, hash of its code, its params sections, upstream fingerprints, and the content of
    any file outside the pipeline it reads, such as an external benchmark);
 2. if ``data/<stage>/manifest.json`` has that fingerprint and every file checks out: cached, no work;
-3. otherwise take the stage lock (and look again: another run may just have built it), build into a
-   scratch folder, write the manifest, and rename the folder into place;
+3. otherwise take the build lock of that fingerprint (and look again: another run may just have built it), build
+   into a scratch folder, write the manifest, and rename the folder into place;
 4. ``data/.work/<stage>/resume-<fingerprint>/`` survives a crash so long builds continue where they stopped.
+
+Concurrent runs: once a run has found or built ``data/<stage>/``, it holds that
+folder's output lock shared until the run ends (:meth:`RunContext.release`),
+and publishing a folder needs the lock exclusively. So a run never reads an
+upstream folder that another run replaced after it was checked, and an output
+is only ever recorded under the fingerprint of the inputs its build read. Runs
+with different fingerprints build in parallel; the second one publishes when
+the first has finished reading. Runs with the same fingerprint build once.
 """
 
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 import logging
-import os
 import shutil
 import time
 import uuid
@@ -29,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from searchlab.params import Params, flatten
+from tasks.imports import module_file, project_modules
 from tasks.locking import StageLock
 from tasks.outputs import (
     content_hashes,
@@ -64,8 +71,8 @@ class Stage:
     description: str
     upstream: tuple[str, ...]
     reads: tuple[str, ...]  # params sections that enter the fingerprint
-    code: tuple[str, ...]  # modules/packages whose source enters the fingerprint (and the DVC deps)
-    build: Callable[[StageContext], dict[str, Any]]  # returns counts to record and log
+    # returns counts to record and log; its module and all project code that imports enter the fingerprint
+    build: Callable[[StageContext], dict[str, Any]]
     reports: tuple[str, ...] = ()  # files of the output folder to attach to the stage's MLflow run
     curves: str | None = None  # a JSONL file of the output ({"step", metric: value, ...}) logged as MLflow curves
     # (registered model name, alias) from params: the output folder becomes a version in the MLflow Model Registry
@@ -91,10 +98,30 @@ class RunContext:
     flow_run_id: str | None = None
     git_commit: str = "unknown"
     on_wait: Callable[[str], None] = field(default=lambda message: log.info(message))
+    # output locks held shared on the stage folders this run has checked or built (see the module doc)
+    held: dict[str, StageLock] = field(default_factory=dict)
 
     @property
     def data_dir(self) -> Path:
         return self.root / self.params.runtime.data_dir
+
+    def lock(self, name: str, what: str, shared: bool = False) -> StageLock:
+        """An unacquired lock ``data/.work/locks/<name>.lock`` with this run's timeout and wait messages."""
+        return StageLock(self.work_root / "locks" / f"{name}.lock", holder=f"searchlab run, {what}",
+                         timeout_s=self.params.runtime.lock_timeout_s, shared=shared,
+                         on_wait=lambda who: self.on_wait(f"{what}: waiting for {who}"))
+
+    def release(self) -> None:
+        """Let other runs replace the stage folders this run used; call when the run ends."""
+        for lock in self.held.values():
+            lock.release()
+        self.held.clear()
+
+    def __enter__(self) -> "RunContext":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.release()
 
     @property
     def work_root(self) -> Path:
@@ -110,20 +137,10 @@ class StageResult:
 
 
 # ------------------------------------------------------------------ fingerprints
-def code_paths(stage: Stage) -> list[Path]:
-    """The declared code of a stage: a package's folder or a module's file (also its DVC dependencies)."""
-    paths: list[Path] = []
-    for module in stage.code:
-        spec = importlib.util.find_spec(module)
-        if spec is None or spec.origin is None:
-            raise ValueError(f"stage {stage.name}: code module {module!r} not found")
-        paths += [Path(p) for p in spec.submodule_search_locations or [spec.origin]]
-    return paths
-
-
 def code_files(stage: Stage) -> list[Path]:
-    """The source files a stage's fingerprint covers: every .py file of its declared code."""
-    return [f for p in code_paths(stage) for f in (sorted(p.rglob("*.py")) if p.is_dir() else [p])]
+    """The source files a stage's fingerprint (and its DVC dependencies) cover: the module of its ``build`` function
+    and every project module that imports, found from the imports themselves (:mod:`tasks.imports`)."""
+    return [module_file(name) for name in project_modules(stage.build.__module__)]
 
 
 @cache
@@ -181,64 +198,122 @@ def check_cached(out: Path, fp: str, stat_cache: Path) -> tuple[dict[str, Any] |
 
 
 def run_stage(stage: Stage, ctx: RunContext, upstream: dict[str, StageResult]) -> StageResult:
-    """Bring ``data/<stage>/`` up to date with the current params and upstream outputs; see the module doc."""
+    """Bring ``data/<stage>/`` up to date with the current params and upstream outputs; see the module doc.
+
+    On return, this run holds the folder's output lock shared (released by :meth:`RunContext.release`).
+    """
     inputs = fingerprint_inputs(stage, ctx.params, ctx.root, {n: r.manifest["fingerprint"] for n, r in upstream.items()})
     fp = fingerprint(inputs)
+    forced = stage.name in ctx.force
+    while True:
+        if not forced:
+            found = _find_cached(stage, ctx, fp)
+            if found is not None:
+                return _cached(stage, ctx, found)
+        with ctx.lock(f"{stage.name}-{fp[:16]}", f"stage {stage.name}"):
+            if not forced:  # another run may have built it while we waited
+                found = _find_cached(stage, ctx, fp)
+                if found is not None:
+                    return _cached(stage, ctx, found)
+            result = _build_and_publish(stage, ctx, inputs, fp)
+        if result is not None:
+            return result
+        forced = False  # another run replaced the output as we published ours: look again
+
+
+def _find_cached(stage: Stage, ctx: RunContext, fp: str) -> dict[str, Any] | None:
+    """The output's manifest if ``data/<stage>/`` holds fingerprint ``fp`` intact; then its output lock stays held."""
+    reading = ctx.lock(f"{stage.name}.output", f"stage {stage.name}", shared=True).acquire()
+    manifest, _ = check_cached(ctx.data_dir / stage.name, fp, ctx.work_root / "stat" / f"{stage.name}.json")
+    if manifest is None:
+        reading.release()
+        return None
+    _hold(ctx, stage.name, reading)
+    return manifest
+
+
+def _hold(ctx: RunContext, name: str, lock: StageLock) -> None:
+    previous = ctx.held.pop(name, None)
+    if previous is not None:
+        previous.release()
+    ctx.held[name] = lock
+
+
+def _build_and_publish(stage: Stage, ctx: RunContext, inputs: dict[str, Any], fp: str) -> StageResult | None:
+    """Build the stage into a scratch folder and publish it as ``data/<stage>/``, holding the build lock of ``fp``.
+
+    Returns None when another run replaced the published folder before this run could lock it for reading.
+    """
     out = ctx.data_dir / stage.name
     stage_work = ctx.work_root / stage.name
     stat_cache = ctx.work_root / "stat" / f"{stage.name}.json"
-    forced = stage.name in ctx.force
-
-    if not forced:
-        manifest, _ = check_cached(out, fp, stat_cache)
-        if manifest is not None:
-            return _cached(stage, ctx, manifest)
-
-    lock = StageLock(ctx.work_root / "locks" / f"{stage.name}.lock", holder=f"searchlab run, stage {stage.name}",
-                     timeout_s=ctx.params.runtime.lock_timeout_s,
-                     on_wait=lambda who: ctx.on_wait(f"stage {stage.name}: waiting for {who}"))
-    with lock:
-        if not forced:  # another run may have built it while we waited
-            manifest, _ = check_cached(out, fp, stat_cache)
-            if manifest is not None:
-                return _cached(stage, ctx, manifest)
-        # Holding the lock, any scratch folder left here belongs to a run that died.
-        for stale in stage_work.glob("tmp-*"):
-            shutil.rmtree(stale, ignore_errors=True)
-        scratch = stage_work / f"tmp-{uuid.uuid4().hex[:12]}"
-        scratch.mkdir(parents=True)
-        resume = stage_work / f"resume-{fp[:16]}"
-        resume.mkdir(parents=True, exist_ok=True)
-        run_id = _start_tracking(stage, ctx, fp, cached=False)
-        started = time.time()
-        try:
-            counts = stage.build(StageContext(stage.name, ctx.params, ctx.root,
-                                              {n: ctx.data_dir / n for n in stage.upstream}, scratch, resume))
-            seconds = time.time() - started
+    # Holding the build lock of fp, a scratch folder of fp left here belongs to a run that died.
+    for stale in stage_work.glob(f"tmp-{fp[:16]}-*"):
+        shutil.rmtree(stale, ignore_errors=True)
+    scratch = stage_work / f"tmp-{fp[:16]}-{uuid.uuid4().hex[:12]}"
+    scratch.mkdir(parents=True)
+    resume = stage_work / f"resume-{fp[:16]}"
+    resume.mkdir(parents=True, exist_ok=True)
+    run_id = _start_tracking(stage, ctx, fp, cached=False)
+    started = time.time()
+    try:
+        counts = stage.build(StageContext(stage.name, ctx.params, ctx.root,
+                                          {n: ctx.data_dir / n for n in stage.upstream}, scratch, resume))
+        files = describe_files(scratch)
+        if _same_output(out, fp, files, stat_cache):
+            # A forced rebuild that reproduced the output byte for byte: the published folder (and its record of
+            # the run that made it) stays, so DVC sees nothing change.
+            shutil.rmtree(scratch)
+            publishing = None
+        else:
             manifest = {
                 "stage": stage.name,
                 "fingerprint": fp,
                 "inputs": inputs,
                 "counts": counts or {},
-                "seconds": round(seconds, 3),
+                "seconds": round(time.time() - started, 3),
                 "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                 "git_commit": ctx.git_commit,
                 "mlflow_run_id": run_id,
                 "prefect_flow_run_id": ctx.flow_run_id,
-                "files": describe_files(scratch),
+                "files": files,
             }
             write_manifest(scratch, manifest)
-            publish(scratch, out, stage_work / "trash")
-        except BaseException:
-            shutil.rmtree(scratch, ignore_errors=True)
-            if run_id:
-                ctx.tracker.finish_stage(run_id, status="FAILED")
-            raise
-        shutil.rmtree(resume, ignore_errors=True)
-        remember_published(out, manifest, stat_cache)  # the next no-op run then only stats files
+            # waits until no other run reads the folder this one replaces
+            publishing = ctx.lock(f"{stage.name}.output", f"stage {stage.name} (publishing)").acquire()
+            try:
+                publish(scratch, out, stage_work / "trash")
+            except BaseException:
+                publishing.release()
+                raise
+            publishing.downgrade()
+    except BaseException:
+        shutil.rmtree(scratch, ignore_errors=True)
         if run_id:
-            _finish_tracking(stage, ctx, run_id, out, manifest)
-        return StageResult(manifest, cached=False)
+            ctx.tracker.finish_stage(run_id, status="FAILED")
+        raise
+    shutil.rmtree(resume, ignore_errors=True)
+    if publishing is None:
+        manifest = _find_cached(stage, ctx, fp)
+    elif (read_manifest(out) or {}).get("fingerprint") == fp:
+        _hold(ctx, stage.name, publishing)
+        remember_published(out, manifest, stat_cache)  # the next no-op run then only stats files
+    else:  # another run published between the downgrade's two steps
+        publishing.release()
+        manifest = None
+    if manifest is None:
+        if run_id:
+            ctx.tracker.finish_stage(run_id, status="FAILED")
+        return None
+    if run_id:
+        _finish_tracking(stage, ctx, run_id, out, manifest)
+    return StageResult(manifest, cached=False)
+
+
+def _same_output(out: Path, fp: str, files: dict[str, dict[str, Any]], stat_cache: Path) -> bool:
+    """Whether ``data/<stage>/`` holds fingerprint ``fp`` intact, with exactly these files (paths, sizes, hashes)."""
+    published, _ = check_cached(out, fp, stat_cache)
+    return published is not None and published["files"] == files
 
 
 def _finish_tracking(stage: Stage, ctx: RunContext, run_id: str, out: Path, manifest: dict[str, Any]) -> None:
@@ -252,8 +327,9 @@ def _finish_tracking(stage: Stage, ctx: RunContext, run_id: str, out: Path, mani
     if stage.registers is not None:
         name, alias = stage.registers(ctx.params)
         rel = out.relative_to(ctx.root).as_posix() if out.is_relative_to(ctx.root) else str(out)
-        ctx.tracker.register_model(run_id, name, alias, out.resolve().as_uri(),
-                                   {"searchlab.path": rel, "searchlab.content_hash": folder_hash(manifest),
+        # the tracker snapshots the folder and tags the version with its content hash (tasks/model_store.py)
+        ctx.tracker.register_model(run_id, name, alias, out, manifest["files"],
+                                   {"searchlab.path": rel, "searchlab.stage": stage.name,
                                     "searchlab.fingerprint": manifest["fingerprint"]})
 
 
@@ -310,8 +386,7 @@ def _start_tracking(stage: Stage, ctx: RunContext, fp: str, cached: bool, produc
         "searchlab.cached": str(cached).lower(),
         "searchlab.git_commit": ctx.git_commit,
         "prefect.flow_run_id": ctx.flow_run_id or "",
-        "searchlab.pid": str(os.getpid()),
-    }
+    }  # the tracker adds the owning process (searchlab.pid, .host, .pid_started)
     if producer:
         tags["searchlab.produced_by_run"] = producer
     return ctx.tracker.start_stage(ctx.parent_run_id, stage.name, params, tags, produced_by=producer)

@@ -6,21 +6,35 @@ of CPU, and in a separate process that runs on the other core while Prefect
 starts, instead of holding the GIL of the run itself. The worker uses
 :class:`mlflow.MlflowClient` with explicit run ids (MLflow's fluent API keeps
 its active run per thread, which breaks under Prefect's worker threads).
+
+Every run records the process that owns it (``searchlab.pid``, ``searchlab.host``, ``searchlab.pid_started``), so
+a run whose process was killed before it could close its runs does not stay RUNNING forever: the next
+:class:`Tracker` on the same host marks them KILLED (:meth:`_MlflowWriter.recover_killed_runs`). A registered
+model version references a content-addressed snapshot of its folder and is checked on loading
+(:mod:`tasks.model_store`).
 """
 
 from __future__ import annotations
 
 import fcntl
 import json
+import logging
 import os
+import socket
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from searchlab.params import TrackingParams, registry_reference
+from tasks.model_store import check_snapshot, snapshot, stat_cache, store_dir
+from tasks.processes import is_alive, process_identity
+
+log = logging.getLogger("searchlab")
 
 
 def default_tracking_uri(root: Path) -> str:
@@ -36,7 +50,13 @@ _started: dict[tuple[str, str, str], subprocess.Popen] = {}
 
 
 def registered_model_folder(params: TrackingParams, root: Path, name: str, alias: str) -> str:
-    """The folder that alias ``alias`` of registered model ``name`` points at (versions reference folders)."""
+    """The folder that alias ``alias`` of registered model ``name`` points at, once checked to hold the content
+    the version was registered with (its ``searchlab.content_hash`` tag).
+
+    Raises :class:`TrackingError` when the registry does not know the alias, or when the folder is missing or
+    its content changed, saying how to get a good version again. A version not registered by searchlab (no
+    content hash, or a source that is not a folder) is returned unchecked.
+    """
     from urllib.parse import unquote, urlparse
 
     from mlflow import MlflowClient
@@ -47,7 +67,23 @@ def registered_model_folder(params: TrackingParams, root: Path, name: str, alias
     except MlflowException as err:
         raise TrackingError(f"models:/{name}@{alias}: {err.message}") from None
     source = urlparse(version.source)
-    return unquote(source.path) if source.scheme == "file" else version.source
+    if source.scheme != "file":
+        return version.source
+    folder = Path(unquote(source.path))
+    digest = version.tags.get("searchlab.content_hash")
+    if digest is None:
+        return str(folder)
+    problem = check_snapshot(folder, digest, stat_cache(store_dir(root), digest))
+    if problem:
+        stage = version.tags.get("searchlab.stage") or Path(version.tags.get("searchlab.path", "sft")).name
+        by = f" by run {version.run_id}" if version.run_id else ""
+        raise TrackingError(
+            f"models:/{name}@{alias} is version {version.version} (registered{by} with content {digest[:12]}), "
+            f"but its folder no longer holds that content: {problem} (in {folder}). "
+            f"Nothing was loaded. To get a good version, re-run the stage that produced it "
+            f"(`searchlab run {stage} --force {stage}`, with params that give it the alias {alias}), which "
+            f"registers its output again, or point @{alias} at another version.")
+    return str(folder)
 
 
 def evaluation_metrics(params: TrackingParams, root: Path, run_id: str) -> tuple[Any, dict[str, float]]:
@@ -117,20 +153,36 @@ class TrackingError(RuntimeError):
 
 
 class Tracker:
-    """Creates and finishes the MLflow runs of a pipeline run (through the worker process)."""
+    """Creates and finishes the MLflow runs of a pipeline run (through the worker process).
+
+    Starting, it first marks KILLED the runs that killed processes on this host left RUNNING (``recovered``
+    lists their ids).
+    """
 
     def __init__(self, params: TrackingParams, root: Path):
         self.uri = tracking_uri(params, root)
         self._proc = _worker(self.uri, params.experiment, root)
         self._lock = threading.Lock()  # one request at a time on the pipe
         self.experiment_id: str = self._call("experiment_id")
+        self.recovered: list[str] = self._recover()
+
+    def _recover(self) -> list[str]:
+        try:
+            recovered = self._call("recover_killed_runs")
+        except TrackingError as err:  # stale RUNNING runs are untidy, not a reason to fail this run
+            log.warning("MLflow: could not look for runs left RUNNING by killed processes: %s", err)
+            return []
+        if recovered:
+            log.warning("MLflow: marked %d run(s) KILLED whose process died without closing them: %s",
+                        len(recovered), ", ".join(recovered))
+        return recovered
 
     def start_pipeline(self, run_name: str, params: dict[str, Any], tags: dict[str, str]) -> str:
-        return self._call("start_run", run_name, params, tags, None, None)
+        return self._call("start_run", run_name, params, {**tags, **_owner_tags()}, None, None)
 
     def start_stage(self, parent_run_id: str | None, stage: str, params: dict[str, Any], tags: dict[str, str],
                     produced_by: str | None = None) -> str:
-        return self._call("start_run", stage, params, tags, parent_run_id, produced_by)
+        return self._call("start_run", stage, params, {**tags, **_owner_tags()}, parent_run_id, produced_by)
 
     def finish_stage(self, run_id: str, metrics: dict[str, float] | None = None, status: str = "FINISHED",
                      artifacts: list[str] = (), curves: list[dict] = ()) -> None:
@@ -138,10 +190,16 @@ class Tracker:
         ``artifacts`` (file paths, e.g. a stage's report), then close the run."""
         self._call("finish_run", run_id, metrics or {}, status, list(artifacts), list(curves))
 
-    def register_model(self, run_id: str, name: str, alias: str, source: str, tags: dict[str, str]) -> str:
-        """Add a version of registered model ``name`` whose source is ``source`` (a folder URI: nothing is copied),
-        point ``alias`` at it, and return the version number."""
-        return self._call("register_model", run_id, name, alias, source, tags)
+    def register_model(self, run_id: str, name: str, alias: str, folder: Path, files: dict[str, dict],
+                       tags: dict[str, str]) -> str:
+        """Make the content of the published output ``folder`` (``files``: its manifest's listing) a version of
+        registered model ``name``, point ``alias`` at it, and return the version number.
+
+        The version's source is the content's snapshot (:func:`tasks.model_store.snapshot`; hard links, no
+        copy) and its ``searchlab.content_hash`` tag that content's hash. Content the model has a version of
+        already gets no second version: ``alias`` moves to the existing one.
+        """
+        return self._call("register_model", run_id, name, alias, str(folder), files, tags)
 
     finish_pipeline = finish_stage
 
@@ -159,6 +217,12 @@ class Tracker:
         return reply["result"]
 
 
+def _owner_tags() -> dict[str, str]:
+    """The tags that name the process owning a run, for :meth:`_MlflowWriter.recover_killed_runs`."""
+    return {"searchlab.pid": str(os.getpid()), "searchlab.host": socket.gethostname(),
+            "searchlab.pid_started": process_identity()}
+
+
 class _MlflowWriter:
     """The worker's side: the actual MLflow calls."""
 
@@ -166,15 +230,59 @@ class _MlflowWriter:
         from mlflow import MlflowClient
 
         self.client = MlflowClient(tracking_uri=uri)
+        self.root = root
         # Several runs creating a fresh SQLite store at once can fail: serialise creation on a file lock.
-        with open(root / "mlflow.db.lock", "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
+        with self._store_lock():
             found = self.client.get_experiment_by_name(experiment)
             self.experiment = found.experiment_id if found else self.client.create_experiment(
                 experiment, artifact_location=(root / "mlartifacts").resolve().as_uri())
 
+    @contextmanager
+    def _store_lock(self) -> Iterator[None]:
+        """Hold the project's MLflow lock: one process at a time between a look-up and the write it decides."""
+        with open(self.root / "mlflow.db.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            yield
+
     def experiment_id(self) -> str:
         return self.experiment
+
+    def recover_killed_runs(self) -> list[str]:
+        """Mark KILLED (ended now, with a note saying why) every RUNNING run of the experiment that a process on
+        this host owns but that process is gone (or its pid now belongs to another process); return their ids.
+
+        A process killed with SIGKILL, or a machine that went down, never closes its runs; this is the next
+        run's cleanup, like the kernel's release of a killed run's stage locks. Runs of other hosts are left
+        alone: only their host can tell whether their process lives.
+        """
+        from mlflow.entities import ViewType
+
+        host = socket.gethostname()
+        query = f"attributes.status = 'RUNNING' and tags.`searchlab.host` = '{host}'"
+        recovered, token = [], None
+        while True:
+            page = self.client.search_runs([self.experiment], query, ViewType.ACTIVE_ONLY, max_results=1000,
+                                           page_token=token)
+            for run in page:
+                tags = run.data.tags
+                try:
+                    pid = int(tags.get("searchlab.pid", ""))
+                except ValueError:
+                    continue  # not a run this code started
+                if is_alive(pid, tags.get("searchlab.pid_started", "")):
+                    continue
+                now = time.strftime("%Y-%m-%d %H:%M:%S %z")
+                note = (f"Recovered: process {pid} on {host} ended without closing this run (killed, or the "
+                        f"machine went down). Marked KILLED at {now}, when the next searchlab run on {host} "
+                        "started; the end time is that moment, not the moment the process died.")
+                before = tags.get("mlflow.note.content")
+                self.client.set_tag(run.info.run_id, "mlflow.note.content", f"{before}\n\n{note}" if before else note)
+                self.client.set_tag(run.info.run_id, "searchlab.recovered", now)
+                self.client.set_terminated(run.info.run_id, status="KILLED")
+                recovered.append(run.info.run_id)
+            token = page.token
+            if not token:
+                return recovered
 
     def start_run(self, name: str, params: dict, tags: dict, parent: str | None, produced_by: str | None) -> str:
         tags = dict(tags)
@@ -203,15 +311,29 @@ class _MlflowWriter:
             self.client.log_artifact(run_id, path)
         self.client.set_terminated(run_id, status=status)
 
-    def register_model(self, run_id: str, name: str, alias: str, source: str, tags: dict) -> str:
+    def register_model(self, run_id: str, name: str, alias: str, folder: str, files: dict, tags: dict) -> str:
         from mlflow.exceptions import MlflowException
 
         try:
-            self.client.create_registered_model(name)
-        except MlflowException:
-            pass  # it exists already
-        version = self.client.create_model_version(name, source, run_id=run_id, tags=tags)
-        self.client.set_registered_model_alias(name, alias, version.version)
+            target, digest = snapshot(Path(folder), files, store_dir(self.root))
+        except ValueError as err:
+            raise TrackingError(f"not registered as {name}@{alias}: {err}") from None
+        source = target.resolve().as_uri()
+        with self._store_lock():  # concurrent runs registering the same content must find each other's version
+            try:
+                self.client.create_registered_model(name)
+            except MlflowException:
+                pass  # it exists already
+            quoted = name.replace("'", "\\'")
+            same = [v for v in self.client.search_model_versions(
+                        f"name = '{quoted}' and tags.`searchlab.content_hash` = '{digest}'")
+                    if v.source == source]
+            if same:
+                version = min(same, key=lambda v: int(v.version))
+            else:
+                version = self.client.create_model_version(
+                    name, source, run_id=run_id, tags={**tags, "searchlab.content_hash": digest})
+            self.client.set_registered_model_alias(name, alias, version.version)
         return str(version.version)
 
     def _log(self, run_id: str, params: dict | None = None, metrics: dict | None = None) -> None:

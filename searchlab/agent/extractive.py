@@ -84,7 +84,11 @@ class ExtractiveAnswers:
 
     ``begin_turn(sources)`` must be called before every ``generate``: ``sources[r]``
     for row ``r`` of the batch (see :func:`answer_sources`). The first call of a
-    turn takes the input width as where the turn's generated tokens start.
+    turn takes the input width as where the turn's generated tokens start. A
+    turn whose prompt already opened the answer (a forced ``<answer>``) is
+    announced with ``begin_turn(sources, answer_opened=True)``: its rows are
+    inside the answer from their first token, though the tag is not among the
+    tokens they generate.
     """
 
     def __init__(self, tokenizer: Any, pad_id: int) -> None:
@@ -92,6 +96,7 @@ class ExtractiveAnswers:
         self.sources: list[str] = []
         self.candidates: list[list[int]] = []
         self.turn_start: int | None = None
+        self.answer_opened = False
         self._pieces: dict[int, str] = {}
 
     def _piece(self, token: int) -> str:
@@ -100,10 +105,14 @@ class ExtractiveAnswers:
                                                         clean_up_tokenization_spaces=False)
         return self._pieces[token]
 
-    def begin_turn(self, sources: Sequence[str]) -> None:
-        """Set the rows' sources for the next turn and the tokens an answer could be spelled with."""
+    def begin_turn(self, sources: Sequence[str], answer_opened: bool = False) -> None:
+        """Set the rows' sources for the next turn and the tokens an answer could be spelled with.
+
+        ``answer_opened``: every row's context ends with an ``<answer>`` the turn continues.
+        """
         self.sources = list(sources)
         self.turn_start = None
+        self.answer_opened = answer_opened
         close = self.tokenizer(ANSWER_CLOSE, add_special_tokens=False)["input_ids"]
         space = self.tokenizer(" ", add_special_tokens=False)["input_ids"]
         self.candidates = []
@@ -120,6 +129,8 @@ class ExtractiveAnswers:
         """The answer text this turn has written so far, or None when the row is not inside ``<answer>``."""
         text = self.tokenizer.decode([t for t in row if t != self.pad_id], skip_special_tokens=False,
                                      clean_up_tokenization_spaces=False)
+        if self.answer_opened:
+            text = ANSWER_OPEN + text
         start = text.rfind(ANSWER_OPEN)
         if start < 0 or ANSWER_CLOSE in text[start:]:
             return None

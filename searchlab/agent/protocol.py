@@ -233,7 +233,7 @@ def _strip_partial_close(content: str, close: str) -> str:
     return content
 
 
-def parse_action(text: str) -> Action:
+def parse_action(text: str, answer_opened: bool = False) -> Action:
     """Read one model turn: the text generated since the environment last appended something.
 
     Rules, in order (small models emit all of these):
@@ -250,7 +250,17 @@ def parse_action(text: str) -> Action:
     An answer wins over a search in the same turn: writing ``<answer>`` means the
     model decided to stop, and searching anyway would append passages nobody
     reads and charge the episode another turn. Contents are stripped.
+
+    ``answer_opened``: the turn continues an ``<answer>`` that its context
+    already opened (a forced answer, see :func:`searchlab.agent.rollout.rollout`),
+    so it is an answer whatever it holds, never a search. It runs to the first
+    ``</answer>`` or ``</search>`` (a model trained to search first may close
+    its answer with the tag it is used to writing; a rollout's turn stops at
+    either), or to the end without a half-written closing tag; when the model
+    wrote ``<answer>`` again itself, the answer starts after the last one.
     """
+    if answer_opened:
+        return _opened_answer(text)
     answers = list(_ANSWER_RE.finditer(text))
     if answers:
         last = answers[-1]
@@ -265,6 +275,19 @@ def parse_action(text: str) -> Action:
         query = search.group(1).strip()
         return Action("search", query, search.end()) if query else Action("invalid", "", search.end())
     return Action("invalid", "", len(text))
+
+
+def _opened_answer(text: str) -> Action:
+    """:func:`parse_action` of a turn that continues an ``<answer>`` its context opened."""
+    closes = [(at, tag) for tag in (ANSWER_CLOSE, SEARCH_CLOSE) if (at := text.find(tag)) >= 0]
+    if closes:
+        stop, tag = min(closes)
+        body, end = text[:stop], stop + len(tag)
+    else:
+        body, end = _strip_partial_close(_strip_partial_close(text, ANSWER_CLOSE), SEARCH_CLOSE), len(text)
+    opened = body.rfind(ANSWER_OPEN)
+    content = body[opened + len(ANSWER_OPEN):] if opened >= 0 else body
+    return Action("answer", content.strip(), end)
 
 
 # ---------------------------------------------------------------- the environment

@@ -53,7 +53,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from searchlab.agent.extractive import ExtractiveAnswers, answer_sources
-from searchlab.agent.protocol import ANSWER_CLOSE, SEARCH_CLOSE, instruction, parse_action, step
+from searchlab.agent.protocol import ANSWER_CLOSE, ANSWER_OPEN, SEARCH_CLOSE, instruction, parse_action, step
 
 if TYPE_CHECKING:  # importing searchlab.agent stays cheap: no pydantic params, and torch only when rolling out
     from searchlab.params import RolloutParams
@@ -310,8 +310,11 @@ def _reusable(cache: Any, width: int) -> bool:
     return cache.get_seq_length() == width - 1
 
 
-def _cut_turn(tokenizer: Any, ids: list[int], eos_ids: list[int]):
-    """(kept ids, their text, the action): the turn up to its first stop string, at a token boundary."""
+def _cut_turn(tokenizer: Any, ids: list[int], eos_ids: list[int], answer_opened: bool = False):
+    """(kept ids, their text, the action): the turn up to its first stop string, at a token boundary.
+
+    ``answer_opened``: the turn continues an ``<answer>`` its prompt opened (see ``force_answer``).
+    """
     text = _decode(tokenizer, ids)
     ends = [text.find(s) + len(s) for s in STOP_STRINGS if s in text]
     if ends:
@@ -324,7 +327,7 @@ def _cut_turn(tokenizer: Any, ids: list[int], eos_ids: list[int]):
         ids = ids[:keep]
         text = _decode(tokenizer, ids)
     body = _decode(tokenizer, ids[:-1]) if ids and ids[-1] in eos_ids else text
-    return ids, text, parse_action(body)
+    return ids, text, parse_action(body, answer_opened)
 
 
 def rollout(
@@ -335,6 +338,7 @@ def rollout(
     params: RolloutParams,
     prompts: list[str] | None = None,
     *,
+    force_answer: bool = False,
     reuse_cache: bool = True,
 ) -> list[Rollout]:
     """Run the agent on ``questions``; one :class:`Rollout` per question, in order.
@@ -351,6 +355,16 @@ def rollout(
     touching the caller's random state. Inputs go to ``model.device``. A vLLM
     engine as ``model`` generates instead (see :class:`_VLLMBatch`; sampling
     seeded per episode from ``params.seed``).
+
+    ``force_answer`` takes the search action away: every prompt ends with
+    ``<answer>`` (appended here, so ``Rollout.prompt`` shows it), the model's
+    first turn continues that answer, and the turn is read as the answer
+    whatever it holds (``parse_action(..., answer_opened=True)``; a
+    ``<search>`` written inside it is answer text, never run). Every episode
+    thus ends in one turn with an answer. The turn still stops at the first
+    ``</answer>``, ``</search>`` or EOS, and with ``params.extractive_answers``
+    the answer is confined to the sources from its first token. The one-turn
+    baselines (:mod:`searchlab.eval.systems`) use it.
 
     With ``reuse_cache`` (the default) each turn continues from the previous
     turn's KV cache and reads only the new tokens (see :class:`_Batch`);
@@ -386,13 +400,15 @@ def rollout(
     results = []
     for i, question in enumerate(questions):
         prompt = prompts[i] if prompts is not None else instruction(question)
+        if force_answer:
+            prompt += ANSWER_OPEN
         results.append(Rollout(question, prompt, prompt_ids=encode_prompt(tokenizer, prompt)))
 
     if is_vllm(model):
         for start in range(0, len(results), params.batch_size):
             chunk = results[start:start + params.batch_size]
             batch = _VLLMBatch(model, [r.prompt_ids for r in chunk], params, eos_ids, first_seed=params.seed + start)
-            _run_chunk(batch, tokenizer, retriever, chunk, params, eos_ids, count_tokens, None)
+            _run_chunk(batch, tokenizer, retriever, chunk, params, eos_ids, count_tokens, None, force_answer)
         return results
     device = torch.device(model.device)
     cuda = [device.index or 0] if device.type == "cuda" else []
@@ -401,22 +417,27 @@ def rollout(
         for start in range(0, len(results), params.batch_size):
             chunk = results[start:start + params.batch_size]
             batch = _Batch(model, criterion, generate_kwargs, [r.prompt_ids for r in chunk], pad_id, reuse_cache)
-            _run_chunk(batch, tokenizer, retriever, chunk, params, eos_ids, count_tokens, extractive)
+            _run_chunk(batch, tokenizer, retriever, chunk, params, eos_ids, count_tokens, extractive, force_answer)
     return results
 
 
 def _run_chunk(batch, tokenizer, retriever, chunk: list[Rollout], params: RolloutParams, eos_ids: list[int],
-               count_tokens, extractive: ExtractiveAnswers | None) -> None:
-    """Play one chunk's episodes turn by turn on ``batch`` (a :class:`_Batch` or :class:`_VLLMBatch`)."""
+               count_tokens, extractive: ExtractiveAnswers | None, force_answer: bool = False) -> None:
+    """Play one chunk's episodes turn by turn on ``batch`` (a :class:`_Batch` or :class:`_VLLMBatch`).
+
+    With ``force_answer`` the prompts end with ``<answer>``: the first turn continues it (see :func:`rollout`).
+    """
     began = time.perf_counter()
     active = list(chunk)
     for turn in range(params.max_turns):
+        answer_opened = force_answer and turn == 0
         if extractive is not None:
-            extractive.begin_turn([answer_sources(r.question, r.prompt + r.completion) for r in active])
+            extractive.begin_turn([answer_sources(r.question, r.prompt + r.completion) for r in active],
+                                  answer_opened)
         generated = batch.generate()
         actions, kept = [], []
         for r, ids in zip(active, generated):
-            ids, text, action = _cut_turn(tokenizer, ids, eos_ids)
+            ids, text, action = _cut_turn(tokenizer, ids, eos_ids, answer_opened)
             r.completion += text
             r.completion_ids += ids
             r.env_mask += [0] * len(ids)

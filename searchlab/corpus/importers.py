@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
-from searchlab.jsonl import RecordError
+from searchlab.jsonl import RecordError, decode_line, not_utf8
 from searchlab.progress import counter
 
 log = logging.getLogger(__name__)
@@ -134,8 +134,8 @@ def jsonl_records(path: Path) -> Iterator[tuple[int, Any]]:
                     continue
                 try:
                     yield number, json.loads(raw)
-                except UnicodeDecodeError:
-                    yield number, RecordError(path, number, "not valid UTF-8")
+                except UnicodeDecodeError as err:
+                    yield number, RecordError(path, number, not_utf8(raw, err))
                 except json.JSONDecodeError as err:
                     yield number, RecordError(path, number, f"not valid JSON ({err.msg} at column {err.colno})")
     except (OSError, EOFError) as err:  # gzip.BadGzipFile is an OSError; a truncated .gz ends in EOFError
@@ -237,10 +237,15 @@ def import_beir(path: Path, out_dir: Path, on_error: OnError = "fail") -> dict[s
     if n_queries == 0:
         raise ValueError(f"{queries}: no valid queries")
 
-    with open(qrels, encoding="utf-8") as f, open(out_dir / "qrels.tsv", "w", encoding="utf-8") as out:
+    with open(qrels, "rb") as f, open(out_dir / "qrels.tsv", "w", encoding="utf-8") as out:
         out.write("query-id\tcorpus-id\tscore\n")
         unknown = 0
-        for line, raw in enumerate(f, start=1):
+        for line, data in enumerate(f, start=1):
+            try:  # decoded line by line: bytes that are not UTF-8 are a bad line, named like any other
+                raw = decode_line(qrels, line, data)
+            except RecordError as err:
+                writer.problem(err)
+                continue
             if not raw.strip() or (line == 1 and raw.startswith("query-id")):
                 continue
             fields = raw.rstrip("\r\n").split("\t")

@@ -42,6 +42,7 @@ references by id and writes the passages.
 
 from __future__ import annotations
 
+import codecs
 import json
 import logging
 import re
@@ -51,7 +52,7 @@ from pathlib import Path
 from typing import Any
 
 from searchlab.corpus.importers import OnError, _files, _Writer, jsonl_records
-from searchlab.jsonl import RecordError
+from searchlab.jsonl import RecordError, decode_text
 from searchlab.params import RecordsParams
 
 log = logging.getLogger(__name__)
@@ -205,11 +206,9 @@ def _read(file: Path) -> Iterator[tuple[int, str, Any]]:
             yield line, "", record
         return
     try:
-        text = file.read_bytes().decode("utf-8-sig")
+        text = decode_text(file, file.read_bytes().removeprefix(codecs.BOM_UTF8))
     except OSError as err:
         raise ValueError(f"{file}: cannot read: {err}") from err
-    except UnicodeDecodeError:
-        raise ValueError(f"{file}: not valid UTF-8") from None
     try:
         items = json.loads(text)
     except json.JSONDecodeError as err:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from searchlab.jsonl import RecordError, iter_jsonl
+from searchlab.jsonl import RecordError, decode_text, iter_jsonl
 
 __all__ = ["FORMATS", "BenchmarkError", "Question", "detect_format", "load_benchmark"]
 
@@ -119,17 +119,15 @@ def _read_records(path: Path, container: str) -> list[tuple[int, Any]]:
         if container == "jsonl":
             return list(iter_jsonl(path))
         return list(enumerate(_read_json_list(path)))
-    except RecordError as err:
+    except RecordError as err:  # also bytes that are not UTF-8, with their line
         raise BenchmarkError(f"{err.path}: line {err.line}: {err.problem}") from None
-    except UnicodeDecodeError as err:
-        raise BenchmarkError(f"{path}: not UTF-8 text ({err.reason} at byte {err.start})") from None
 
 
 def _read_json_list(path: Path) -> list[Any]:
     """The records of a file holding one JSON list."""
+    text = decode_text(path, path.read_bytes())
     try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
+        data = json.loads(text)
     except json.JSONDecodeError as err:
         raise BenchmarkError(f"{path}: line {err.lineno}: not valid JSON ({err.msg} at column {err.colno})") from None
     if not isinstance(data, list):

@@ -7,7 +7,8 @@ The evaluation stage keeps its results as one JSON-ready dict (also written as `
                            "comparisons": {"<a> vs <b>": compare(a, b, "em")}}},    # may be empty
      "throughput": {"<model>/<system>": {"questions_per_s": q}}}                      # may be missing
 
-:func:`results_table` and :func:`write_report` render it as Markdown, :func:`plot_em` draws EM with its 95%
+:func:`results_table` and :func:`write_report` render it as Markdown (with one line per system saying how it was
+run, passed apart from the results because it is words, not metrics), :func:`plot_em` draws EM with its 95%
 intervals, and :func:`plot_search_counts` shows how many searches each system made per question. Every file is
 written atomically (a temporary file in the same folder, then :func:`os.replace`), so a crash leaves the old file
 or the new one, never half of one.
@@ -19,7 +20,7 @@ keeps a figure alive after its function returns (so there is nothing left to clo
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import numpy as np
@@ -104,12 +105,20 @@ def _throughput(throughput: dict[str, dict[str, float]]) -> list[str]:
     return lines
 
 
-def write_report(path: Path, results: dict, title: str = "Evaluation") -> None:
-    """Write ``report.md``: the title, the results table, the paired EM tests, then the throughput if measured."""
+def write_report(path: Path, results: dict, title: str = "Evaluation",
+                 systems: Mapping[str, str] | None = None) -> None:
+    """Write ``report.md``: the title, how each system was run, the results table, the paired EM tests, then the
+    throughput if measured.
+
+    ``systems`` maps a system's name (``"rag"``, the part after the model in the results' keys) to one line saying
+    how it was run (:func:`searchlab.eval.systems.describe`); without it that section is left out.
+    """
     legend = ("Means per question. n: questions; EM with its 95% bootstrap interval; evidence: share of questions "
               f"whose searches retrieved every evidence passage ({MISSING} where the benchmark lists none).")
-    lines = [f"# {title}", "", legend, "", results_table(results), "", "## Paired tests (EM)", "",
-             *_paired_tests(results)]
+    lines = [f"# {title}", ""]
+    if systems:
+        lines += ["How each system was run:", "", *(f"- {name}: {how}" for name, how in systems.items()), ""]
+    lines += [legend, "", results_table(results), "", "## Paired tests (EM)", "", *_paired_tests(results)]
     if results.get("throughput"):
         lines += ["", "## Throughput", "", *_throughput(results["throughput"])]
     # Rendered in full before the file is opened: a bad result raises here and the old report stays.

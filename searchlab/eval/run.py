@@ -8,7 +8,8 @@ computes only the rest; a model is loaded only when one of its shards is missing
 
 Outputs in ``out_dir``: ``metrics.json`` (see :func:`run_evaluation`),
 ``predictions/<benchmark>/<model>-<system>.jsonl`` (every record with its full
-trajectory), ``report.md``, ``em.png`` and ``searches.png``.
+trajectory), ``report.md`` (which also says how each system was run),
+``em.png`` and ``searches.png``.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from searchlab.eval.report import (
     plot_search_counts,
     write_report,
 )
-from searchlab.eval.systems import run_system
+from searchlab.eval.systems import describe, run_system
 from searchlab.files import write_atomically
 from searchlab.jsonl import write_jsonl
 from searchlab.params import RolloutParams
@@ -107,7 +108,7 @@ def run_evaluation(models: Mapping[str, Callable[[], tuple[Any, Any]]], systems:
     results["throughput"] = {key: {"questions_per_s": round(n / seconds, 3) if seconds else 0.0}
                              for key, (n, seconds) in timing.items()}
     write_atomically(out_dir / "metrics.json", lambda out: out.write(json.dumps(results, indent=1).encode()))
-    write_report(out_dir / "report.md", results)
+    write_report(out_dir / "report.md", results, systems={system: describe(system, params) for system in systems})
     plot_em(results, out_dir / "em.png")
     plot_search_counts(search_counts, out_dir / "searches.png")
     return results

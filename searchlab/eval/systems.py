@@ -1,17 +1,29 @@
 """The systems evaluation compares, all played by one model through the agent's batched rollouts.
 
-* ``direct``: closed book. The agent's prompt, one turn: the model answers from
-  what it knows; a search it asks for is never run.
+* ``direct``: closed book. The agent's prompt, then one turn in which the model
+  must answer from what it knows.
 * ``rag``: one-shot retrieval. The question itself is searched, and the prompt
   shows that search and its ``params.topk`` passages exactly as the environment
-  would have appended them; then one turn to answer (a further search is not
-  run). The model sees the protocol it was trained on, so a difference to
-  ``agent`` comes from what retrieval found, not from an unfamiliar format.
+  would have appended them; then one turn in which the model must answer. The
+  model sees the protocol it was trained on, so a difference to ``agent`` comes
+  from what retrieval found, not from an unfamiliar format.
 * ``agent``: the multi-turn search agent (:func:`searchlab.agent.rollout.rollout`).
 
+A one-turn baseline must answer, or it measures nothing: an agent trained to
+search first would ask for a search in its only turn, nothing would run it, and
+the baseline would score 0 by construction. So ``direct`` and ``rag`` roll out
+with ``force_answer``: the prompt ends with ``<answer>``, the model writes the
+answer's text and ``</answer>``, and the turn is read as the answer whatever it
+holds. Forcing the tag (rather than masking ``<search>`` out of decoding) works
+alike for a tokenizer where the tag is one token and for one that spells it in
+pieces, adds no decoding step, works on vLLM too, and leaves extractive answers
+their usual job (constraining the text inside ``<answer>``). The cost: the
+model does not think before a forced answer.
+
 Every system decodes with the same ``RolloutParams`` (temperature, top-p, new
-tokens per turn, passages per search, information budget); only ``max_turns``
-is 1 for ``direct`` and ``rag``.
+tokens per turn, passages per search, information budget, extractive answers);
+only ``max_turns`` is 1 for ``direct`` and ``rag``. :func:`describe` says in one
+line how a system was run, for the report.
 """
 
 from __future__ import annotations
@@ -19,6 +31,7 @@ from __future__ import annotations
 from typing import Any
 
 from searchlab.agent.protocol import (
+    ANSWER_OPEN,
     SEARCH_CLOSE,
     SEARCH_OPEN,
     information_block,
@@ -31,11 +44,28 @@ from searchlab.retrieval.base import Retriever
 SYSTEMS = ("direct", "rag", "agent")
 
 
+def describe(system: str, params: RolloutParams) -> str:
+    """How ``system`` (one of :data:`SYSTEMS`) is run with ``params``, in one line for a person reading the report."""
+    how = {
+        "direct": f"one turn, no search: the answer tag `{ANSWER_OPEN}` is forced after the question",
+        "rag": (f"one turn, no search by the model: the question itself was searched and its top {params.topk} "
+                f"passages shown, then the answer tag `{ANSWER_OPEN}` is forced"),
+        "agent": (f"up to {params.max_turns} turns: searches as often as the model chooses "
+                  f"({params.topk} passages each), then its answer"),
+    }
+    if system not in how:
+        raise ValueError(f"unknown system {system!r}; expected one of {', '.join(SYSTEMS)}")
+    decoding = "greedy" if params.temperature == 0 else f"sampled at temperature {params.temperature}"
+    extractive = "; answers copy words of the question or passages shown" if params.extractive_answers else ""
+    return f"{how[system]} ({decoding}{extractive})"
+
+
 def rag_prompts(tokenizer: Any, retriever: Retriever, questions: list[str],
                 params: RolloutParams) -> tuple[list[str], list[list[str]]]:
     """The ``rag`` prompts (the question searched, its passages shown) and the ids of the passages shown.
 
-    All questions go to ``retriever`` in one call.
+    All questions go to ``retriever`` in one call. The forced ``<answer>`` is
+    not part of them: :func:`run_system` has the rollout append it.
     """
     results = retriever.search(questions, params.topk)
     prompts = [instruction(question) + f"{SEARCH_OPEN} {question.strip()} {SEARCH_CLOSE}"
@@ -49,9 +79,10 @@ def run_system(system: str, model: Any, tokenizer: Any, retriever: Retriever, qu
                params: RolloutParams) -> list[Rollout]:
     """One :class:`Rollout` per question of ``system`` (one of :data:`SYSTEMS`), in order.
 
-    For ``rag`` the passages shown in the prompt count as the episode's first
-    retrieval (``Rollout.retrieved[0]``), so evidence is measured alike for
-    every system.
+    ``direct`` and ``rag`` episodes always end with an answer in their one turn
+    (the answer tag is forced; see the module doc). For ``rag`` the passages
+    shown in the prompt count as the episode's first retrieval
+    (``Rollout.retrieved[0]``), so evidence is measured alike for every system.
     """
     if system not in SYSTEMS:
         raise ValueError(f"unknown system {system!r}; expected one of {', '.join(SYSTEMS)}")
@@ -59,9 +90,9 @@ def run_system(system: str, model: Any, tokenizer: Any, retriever: Retriever, qu
         return rollout(model, tokenizer, retriever, questions, params)
     one_turn = params.model_copy(update={"max_turns": 1})
     if system == "direct":
-        return rollout(model, tokenizer, retriever, questions, one_turn)
+        return rollout(model, tokenizer, retriever, questions, one_turn, force_answer=True)
     prompts, shown = rag_prompts(tokenizer, retriever, questions, params)
-    episodes = rollout(model, tokenizer, retriever, questions, one_turn, prompts)
+    episodes = rollout(model, tokenizer, retriever, questions, one_turn, prompts, force_answer=True)
     for episode, ids in zip(episodes, shown):
         episode.retrieved.insert(0, ids)
     return episodes

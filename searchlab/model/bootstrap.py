@@ -159,10 +159,9 @@ def _build_model(spec: TinyModelParams, tokenizer):
 
 def _check_shape(spec: TinyModelParams) -> None:
     """Reject head counts the attention layers cannot split, before spending time on training."""
-    if spec.hidden_size % spec.heads:
-        raise ValueError(f"model.tiny: hidden_size {spec.hidden_size} is not divisible by heads {spec.heads}")
-    if spec.heads % spec.kv_heads:
-        raise ValueError(f"model.tiny: heads {spec.heads} is not divisible by kv_heads {spec.kv_heads}")
+    problem = spec.shape_problem()  # a spec made with model_copy(update=...) skipped the schema's own check
+    if problem:
+        raise ValueError(problem)
 
 
 def _check_reload(folder: Path, samples: list[str]) -> None:

@@ -38,7 +38,9 @@ def open_retriever(params: RetrieverParams, index_dir: Path) -> Retriever:
 
     ``index_dir`` is the folder :func:`build_index` wrote (``bm25/``, ``docstore/``,
     maybe ``dense/``). A missing index raises :class:`IndexNotFoundError` saying
-    to run ``searchlab run index``. The result is a context manager; close it when done.
+    to run ``searchlab run index``. Concurrent searches are merged into batches of
+    at most one largest request's hits (``max_queries × max_topk``), which bounds
+    the memory a burst of callers takes. The result is a context manager; close it when done.
     """
     if params.url:
         from searchlab.retrieval.client import HttpRetriever
@@ -50,15 +52,17 @@ def open_retriever(params: RetrieverParams, index_dir: Path) -> Retriever:
             f"no retrieval index at {index_dir} (expected bm25/ and docstore/ there): run `searchlab run index` first"
         )
     bm25 = dense = None
+    max_batch_hits = params.max_queries * params.max_topk
     try:
         if params.method in ("bm25", "hybrid"):
             from searchlab.retrieval.lucene import BM25Retriever
 
-            bm25 = BM25Retriever(index_dir, k1=params.k1, b=params.b, threads=params.threads)
+            bm25 = BM25Retriever(index_dir, k1=params.k1, b=params.b, threads=params.threads,
+                                 max_batch_hits=max_batch_hits)
         if params.method in ("dense", "hybrid"):
             from searchlab.retrieval.dense import DenseRetriever
 
-            dense = DenseRetriever(index_dir)
+            dense = DenseRetriever(index_dir, max_batch_hits=max_batch_hits)
     except BaseException:
         if bm25 is not None:
             bm25.close()

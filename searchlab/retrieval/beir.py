@@ -17,7 +17,7 @@ import csv
 from collections.abc import Iterator
 from pathlib import Path
 
-from searchlab.jsonl import RecordError, iter_jsonl
+from searchlab.jsonl import RecordError, iter_jsonl, read_lines
 from searchlab.progress import counter
 from searchlab.retrieval.base import Retriever
 from searchlab.retrieval.metrics import DEFAULT_METRICS, evaluate_run
@@ -63,16 +63,18 @@ def load_qrels(beir_dir: Path, split: str = "test") -> dict[str, dict[str, int]]
     if not path.exists():
         raise FileNotFoundError(f"{beir_dir}: no qrels/{split}.tsv (nor qrels.tsv); is this a BEIR folder?")
     qrels: dict[str, dict[str, int]] = {}
-    with open(path, encoding="utf-8", newline="") as f:
-        for number, row in enumerate(csv.reader(f, delimiter="\t"), start=1):
-            if not row or (number == 1 and not row[-1].lstrip("-").isdigit()):
-                continue  # blank line, or the "query-id corpus-id score" header
-            if len(row) < 3:
-                raise RecordError(path, number, f"expected query-id, corpus-id and score, got {row!r}")
-            try:
-                qrels.setdefault(row[0], {})[row[1]] = int(row[2])
-            except ValueError:
-                raise RecordError(path, number, f"score must be an integer, got {row[2]!r}") from None
+    # Decoded line by line (not as one stream) so that bytes that are not UTF-8 are named with their line.
+    rows = csv.reader((line for _, line in read_lines(path)), delimiter="\t")
+    for row in rows:
+        number = rows.line_num
+        if not row or (number == 1 and not row[-1].lstrip("-").isdigit()):
+            continue  # blank line, or the "query-id corpus-id score" header
+        if len(row) < 3:
+            raise RecordError(path, number, f"expected query-id, corpus-id and score, got {row!r}")
+        try:
+            qrels.setdefault(row[0], {})[row[1]] = int(row[2])
+        except ValueError:
+            raise RecordError(path, number, f"score must be an integer, got {row[2]!r}") from None
     return qrels
 
 

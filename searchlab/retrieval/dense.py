@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from searchlab.retrieval.base import IndexNotFoundError, RetrieverBase, RetrieverError
+from searchlab.retrieval.coalesce import MAX_HITS
 from searchlab.retrieval.dense_index import INDEX_FILE, META_FILE
 from searchlab.retrieval.docstore import DocStore, DocStoreRetriever
 from searchlab.retrieval.encoders import encode, load_encoder
@@ -22,7 +23,8 @@ class DenseRetriever(DocStoreRetriever, RetrieverBase):
     Loading takes a few seconds (sentence-transformers and torch import).
     """
 
-    def __init__(self, index_dir: Path, encoder: str | None = None, batch_size: int = 64, device: str | None = None):
+    def __init__(self, index_dir: Path, encoder: str | None = None, batch_size: int = 64, device: str | None = None,
+                 max_batch_hits: int = MAX_HITS):
         import faiss
 
         index_dir = Path(index_dir)
@@ -47,7 +49,7 @@ class DenseRetriever(DocStoreRetriever, RetrieverBase):
                 f"the index holds {self._index.d}-d ones (built with {self.meta['encoder']!r})"
             )
         self.batch_size = batch_size
-        super().__init__()  # concurrent callers share one batch
+        super().__init__(max_batch_hits)  # concurrent callers share one batch of at most this many hits
 
     def _search_batch(self, queries: list[str], k: int) -> list[tuple[np.ndarray, list[float]]]:
         vectors = encode(self._model, queries, self.batch_size)

@@ -24,7 +24,7 @@ import numpy as np
 import orjson
 
 from searchlab.retrieval.base import Hit, RetrieverError, check_request
-from searchlab.retrieval.coalesce import Coalescer
+from searchlab.retrieval.coalesce import MAX_HITS, Coalescer
 
 DOCS_FILE = "docs.jsonl"
 OFFSETS_FILE = "offsets.npy"
@@ -117,13 +117,14 @@ class DocStoreRetriever:
 
     A subclass sets ``self.docstore`` and implements ``_search_batch(queries, k)``
     returning ``(rows, scores)`` per query; concurrent callers are merged into one
-    such batch by a :class:`~searchlab.retrieval.coalesce.Coalescer`.
+    such batch of at most ``max_batch_hits`` hits by a
+    :class:`~searchlab.retrieval.coalesce.Coalescer`.
     """
 
     docstore: DocStore
 
-    def __init__(self) -> None:
-        self._batches = Coalescer(self._search_batch)
+    def __init__(self, max_batch_hits: int = MAX_HITS) -> None:
+        self._batches = Coalescer(self._search_batch, max_batch_hits)
         self._closed = False
 
     def search(self, queries: list[str], k: int) -> list[list[Hit]]:

@@ -31,6 +31,7 @@ import numpy as np
 import orjson
 
 from searchlab.retrieval.base import IndexNotFoundError, RetrieverBase, RetrieverError
+from searchlab.retrieval.coalesce import MAX_HITS
 from searchlab.retrieval.docstore import DocStore, DocStoreRetriever
 from searchlab.retrieval.jvm import autoclass
 from searchlab.retrieval.lucene_index import CONTENTS_FIELD, ROWS_FILE
@@ -61,7 +62,8 @@ class BM25Retriever(DocStoreRetriever, RetrieverBase):
     '"Paris"\\nParis is the capital ...'
     """
 
-    def __init__(self, index_dir: Path, k1: float = 0.9, b: float = 0.4, threads: int = 2):
+    def __init__(self, index_dir: Path, k1: float = 0.9, b: float = 0.4, threads: int = 2,
+                 max_batch_hits: int = MAX_HITS):
         index_dir = Path(index_dir)
         lucene_dir = index_dir / "bm25"
         if not (lucene_dir / ROWS_FILE).is_file() or not any(lucene_dir.glob("segments_*")):
@@ -85,7 +87,7 @@ class BM25Retriever(DocStoreRetriever, RetrieverBase):
         self.threads = threads
         # threads - 1 helpers: the thread that runs a batch searches its first slice itself
         self._pool = ThreadPoolExecutor(threads - 1, thread_name_prefix="bm25") if threads > 1 else None
-        super().__init__()  # concurrent callers share one batch
+        super().__init__(max_batch_hits)  # concurrent callers share one batch of at most this many hits
 
     @property
     def num_documents(self) -> int:

@@ -49,7 +49,7 @@ class _RetrieveEndpoint:
 
     def __init__(self, retriever: Retriever, max_queries: int, max_topk: int, default_topk: int,
                  max_body_bytes: int, max_query_chars: int):
-        self.batcher = RequestBatcher(retriever)
+        self.batcher = RequestBatcher(retriever, max_hits=max_queries * max_topk)  # one largest request a round
         self.limits = (max_queries, max_topk, default_topk, max_query_chars)
         self.max_body_bytes = max_body_bytes
 

@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import json
+import logging
+import os
+import shutil
 from pathlib import Path
 from typing import Any
+
+log = logging.getLogger(__name__)
 
 
 def trainer_settings(checkpoint_dir: Path, seed: int, save_steps: int, logging_steps: int) -> dict[str, Any]:
@@ -27,12 +32,53 @@ def trainer_settings(checkpoint_dir: Path, seed: int, save_steps: int, logging_s
     )
 
 
+# what the Trainer can load a checkpoint's model from: full or sharded weights, LoRA adapters, or the states
+# FSDP (``pytorch_model_fsdp*``) and DeepSpeed (``global_step*``) save instead
+WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
+                "pytorch_model.bin.index.json", "adapter_model.safetensors", "adapter_model.bin")
+WEIGHT_PREFIXES = ("pytorch_model_fsdp", "global_step")
+
+
+def complete_checkpoint(folder: Path) -> bool:
+    """Whether the Trainer finished writing checkpoint ``folder``: its model weights and a readable trainer_state.json.
+
+    The Trainer writes ``trainer_state.json`` last, after the weights,
+    optimizer, scheduler and RNG states, so a kill or a full disk during a
+    save leaves it missing or cut short; resuming from such a folder fails.
+    """
+    try:
+        json.loads((folder / "trainer_state.json").read_text())
+        return any((folder / name).exists() for name in WEIGHT_FILES) or any(
+            entry.name.startswith(WEIGHT_PREFIXES) for entry in folder.iterdir())
+    except (OSError, ValueError):  # OSError also when another process deletes the folder as we look
+        return False
+
+
 def resume_point(checkpoint_dir: Path) -> str | None:
-    """The newest checkpoint in ``checkpoint_dir`` (created if missing), or None to start afresh."""
-    from transformers.trainer_utils import get_last_checkpoint
+    """The newest complete checkpoint in ``checkpoint_dir`` (created if missing), or None to start afresh.
+
+    Incomplete ``checkpoint-N`` folders (see :func:`complete_checkpoint`) are
+    deleted, with a warning, by the main process: resuming from one fails on
+    every rerun, and Trainer's rotation would count it among the checkpoints
+    it keeps.
+    """
+    from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
     checkpoint_dir.mkdir(parents=True, exist_ok=True)
-    return get_last_checkpoint(str(checkpoint_dir))
+    steps = {}
+    for folder in checkpoint_dir.glob(f"{PREFIX_CHECKPOINT_DIR}-*"):
+        step = folder.name.removeprefix(f"{PREFIX_CHECKPOINT_DIR}-")
+        if step.isdigit() and folder.is_dir():
+            steps[folder] = int(step)
+    complete = [folder for folder in steps if complete_checkpoint(folder)]
+    # every process looks, the main one deletes; RANK, not accelerate's state, which would start the process
+    # group before the Trainer's arguments set its backend and timeout
+    if os.environ.get("RANK", "0") == "0":
+        for folder in sorted(steps.keys() - set(complete)):
+            log.warning("deleting incomplete checkpoint %s: its save was cut short (killed, or the disk full); "
+                        "training resumes from the newest complete checkpoint, if any", folder)
+            shutil.rmtree(folder, ignore_errors=True)
+    return str(max(complete, key=steps.get)) if complete else None
 
 
 def tokens_seen(checkpoint: str | None) -> int:

@@ -11,6 +11,11 @@ resumes from the same folder. The launcher's stdin is a pipe whose write end
 only the stage process holds; every worker process inherits it, and a worker
 whose job says ``exit_with_launcher`` calls :func:`exit_with_launcher`, which
 ends it when the pipe reaches end-of-file.
+
+A worker that fails says why: :func:`run_job` writes the traceback of the
+exception that ends it to ``job["error"]``, and :class:`LaunchError` carries
+its last lines, so a stage's failure names the real cause (a bad demos file, a
+full disk) rather than only accelerate's exit status.
 """
 
 from __future__ import annotations
@@ -20,12 +25,16 @@ import os
 import subprocess
 import sys
 import threading
+import traceback
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+ERROR_LINES = 20  # of the worker's traceback in a LaunchError: its innermost frames and the exception
+
 
 class LaunchError(RuntimeError):
-    """A launched training job failed; the message names the command and its exit status."""
+    """A launched training job failed; the message names its exit status, the worker's exception and the command."""
 
 
 def launch(module: str, job: dict[str, Any], job_dir: Path, num_processes: int | None = None,
@@ -34,17 +43,23 @@ def launch(module: str, job: dict[str, Any], job_dir: Path, num_processes: int |
 
     ``job`` is written to ``job_dir/job.json`` with ``result`` set to
     ``job_dir/result.json``, which the worker's main process writes when it
-    succeeds. ``config_file`` is an accelerate config (``accelerate config``
-    writes one; DeepSpeed and FSDP are set there); ``num_processes`` overrides
+    succeeds, and ``error`` to ``job_dir/error.txt``, where :func:`run_job`
+    writes the traceback of a worker that fails; a failure raises
+    :class:`LaunchError` with that traceback's last lines. ``config_file`` is an
+    accelerate config (``accelerate config`` writes one; DeepSpeed and FSDP are
+    set there); ``num_processes`` overrides
     its process count. Without a config: ``num_processes``, or one process per
     visible GPU (one on a CPU). The workers' output goes to this process's
     stdout/stderr.
     """
     job_dir.mkdir(parents=True, exist_ok=True)
     result = job_dir / "result.json"
-    result.unlink(missing_ok=True)
+    error = job_dir / "error.txt"
+    for stale in (result, error):
+        stale.unlink(missing_ok=True)
     job_file = job_dir / "job.json"
-    job_file.write_text(json.dumps({**job, "result": str(result), "exit_with_launcher": True}, indent=1))
+    job_file.write_text(json.dumps({**job, "result": str(result), "error": str(error), "exit_with_launcher": True},
+                                   indent=1))
     command = [sys.executable, "-m", "accelerate.commands.launch"]
     if config_file:
         command += ["--config_file", str(config_file)] + (["--num_processes", str(num_processes)] if num_processes
@@ -67,8 +82,34 @@ def launch(module: str, job: dict[str, Any], job_dir: Path, num_processes: int |
     finally:
         process.stdin.close()
     if status != 0 or not result.is_file():
-        raise LaunchError(f"training job {job_file} failed (exit status {status}): {' '.join(command)}")
+        cause = ("\n".join(error.read_text().splitlines()[-ERROR_LINES:]) if error.is_file()
+                 else "the worker left no error report (killed, or it failed before running the job); see its output")
+        raise LaunchError(f"training job {job_file} failed (exit status {status}):\n{cause}\n"
+                          f"command: {' '.join(command)}")
     return json.loads(result.read_text())
+
+
+def run_job(main: Callable[[dict[str, Any]], None], job_file: str) -> None:
+    """What a worker module runs as ``__main__``: ``main(job)`` for the job :func:`launch` wrote to ``job_file``.
+
+    Follows ``exit_with_launcher``; if ``main`` raises, the traceback goes to
+    ``job["error"]`` before the exception ends the process. Of several
+    processes that fail, the first to write is kept: the others usually fail
+    because it did (a collective operation whose peer is gone).
+    """
+    job = json.loads(Path(job_file).read_text())
+    if job.get("exit_with_launcher"):
+        exit_with_launcher()
+    try:
+        main(job)
+    except BaseException:
+        if job.get("error"):
+            try:
+                with open(job["error"], "x") as f:
+                    f.write(traceback.format_exc())
+            except OSError:  # another process's report is there already, or the disk is full: the output still has it
+                pass
+        raise
 
 
 def _gpu_count() -> int:

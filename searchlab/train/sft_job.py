@@ -16,7 +16,7 @@ from pathlib import Path
 
 from searchlab.model import load_model
 from searchlab.params import ModelParams, SFTParams
-from searchlab.train.launch import exit_with_launcher
+from searchlab.train.launch import run_job
 from searchlab.train.pretrain import pretrain_lm
 from searchlab.train.sft import train_sft
 
@@ -40,10 +40,8 @@ def _pretrained(job: dict, model_params: ModelParams) -> tuple[str, dict]:
     return str(done), json.loads((done / "pretrain.json").read_text())
 
 
-def main(job_file: str) -> None:
-    job = json.loads(Path(job_file).read_text())
-    if job.get("exit_with_launcher"):
-        exit_with_launcher()
+def main(job: dict) -> None:
+    """Pretrain when the job says so, fine-tune, and (main process) write the figures to ``job["result"]``."""
     model_params, sft_params = ModelParams(**job["model"]), SFTParams(**job["sft"])
     start, pretrain = _pretrained(job, model_params) if job["pretrain"] else (job["start"], {})
     # loaded on the CPU ("auto": full precision there); the Trainer moves it to this rank's device and mixes
@@ -58,4 +56,4 @@ def main(job_file: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    run_job(main, sys.argv[1])

@@ -8,7 +8,41 @@ import signal
 import subprocess
 import time
 
+import pytest
+
 from tests.conftest import BIN, make_project, run_cli
+
+FLASHRAG_LINE = '{"id": "q1", "question": "Who?", "golden_answers": ["Ann"]}\n'
+
+
+@pytest.mark.parametrize("args, message", [
+    (["run", "--force", "nosuch"], "--force nosuch: no such stage; stages are: corpus, index, qa, benchmarks, sft"),
+    (["run", "corpus", "--force", "sft"], "--force sft: not among the stages of this run (corpus)"),
+    (["run", "sft", "--force", "evaluate"],
+     "--force evaluate: not among the stages of this run (corpus, index, qa, sft); name it as a stage to run too"),
+    (["run", "--set", "nosuch.key=1"], "error: invalid params:\n  nosuch (from --set nosuch.key=1): unknown key"),
+    (["run", "--set", "retriever.max_topk=2"], "retriever (line 10, --set retriever.max_topk=2): retriever.topk (3) "
+                                               "is over retriever.max_topk (2)"),
+    (["serve-retriever", "--set", "retriever.max_topk=2"], "retriever.topk (3) is over retriever.max_topk (2)"),
+    (["run", "--set", "model.tiny.kv_heads=3"], "model.tiny (line 20, --set model.tiny.kv_heads=3): model.tiny.heads 2 "
+                                                "is not divisible by model.tiny.kv_heads 3"),
+    (["run", "--set", "eval.suites=[world-singel]"], "--set eval.suites=[world-singel]"),  # brackets are not markup
+    (["run", "--set", "eval.benchmarks.mine.path=mine.jsonl"],
+     "eval.benchmarks.mine: {project}/mine.jsonl: line 2: key 'golden_answers' is missing"),
+    (["status", "--set", "eval.benchmarks.mine.path=latin1.jsonl"],
+     "eval.benchmarks.mine: {project}/latin1.jsonl: line 2: not UTF-8 text: bytes b'\\xe9' at byte 33 of the line"),
+])
+def test_input_problems_exit_2_naming_the_key_before_anything_runs(tmp_path, args, message):
+    """Each fails in the CLI itself, before Prefect starts: no data, no Prefect or MLflow state left behind."""
+    project = make_project(tmp_path / "project")
+    (project / "mine.jsonl").write_text(FLASHRAG_LINE + '{"id": "q2", "question": "What?"}\n')
+    latin1 = FLASHRAG_LINE + '{"id": "q2", "question": "Beyonc\xe9?"}\n'
+    (project / "latin1.jsonl").write_bytes(latin1.encode("latin-1"))
+    bad = run_cli(project, *args, "--params", "params/smoke.yaml", check=False, timeout=60)
+    assert bad.returncode == 2, bad.stderr
+    assert message.format(project=project) in bad.stderr
+    assert "Traceback" not in bad.stderr
+    assert sorted(p.name for p in project.iterdir()) == ["latin1.jsonl", "mine.jsonl", "params"]
 
 
 def test_run_status_search_and_param_errors(prefect_server, tmp_path):

@@ -40,6 +40,16 @@ def test_ill_typed_value_names_key_and_value(tmp_path):
     ("retriever.topkk=3", r"retriever.topkk \(from --set retriever.topkk=3\): unknown key"),
     ("retriever.topk=0", r"retriever.topk \(from --set retriever.topk=0\): Input should be greater than or equal to 1"),
     ("retriever.topk", r"expected KEY=VALUE"),
+    # a key the file lacks is the --set's fault, not the file's: no file name before it
+    ("nosuch.key=1", r"invalid params:\n  nosuch \(from --set nosuch.key=1\): unknown key$"),
+    # cross-field checks name both keys, the section's line and the --set that broke it
+    ("retriever.max_topk=2", r"params/smoke.yaml: retriever \(line \d+, --set retriever.max_topk=2\): "
+                             r"retriever.topk \(3\) is over retriever.max_topk \(2\)"),
+    ("model.tiny.hidden_size=33", r"model.tiny \(line \d+, --set model.tiny.hidden_size=33\): "
+                                  r"model.tiny.hidden_size 33 is not divisible by model.tiny.heads 2"),
+    ("model.tiny.kv_heads=3", r"model.tiny.heads 2 is not divisible by model.tiny.kv_heads 3"),
+    ("model.tiny.hidden_size=34", r"model.tiny.hidden_size / model.tiny.heads = 34 / 2 = 17 dimensions per head, "
+                                  r"which must be even"),
     ("index.threads.x=1", r"index.threads is not a section"),
     # the eval section
     ("eval.systems=[direct, agnet]", r"eval.systems.1 .*: Input should be 'direct', 'rag' or 'agent', got 'agnet'"),
@@ -56,6 +66,15 @@ def test_ill_typed_value_names_key_and_value(tmp_path):
 def test_bad_override_is_named(override, message):
     with pytest.raises(ParamsError, match=message):
         load_params(REPO / "params/smoke.yaml", [override])
+
+
+def test_a_model_shape_that_cannot_work_is_named_with_its_keys_and_line(tmp_path):
+    path = tmp_path / "p.yaml"
+    path.write_text("model:\n  tiny:\n    hidden_size: 96\n    heads: 5\n")
+    with pytest.raises(ParamsError) as err:
+        load_params(path)
+    assert (f"{path}: model.tiny (line 2): model.tiny.hidden_size 96 is not divisible by model.tiny.heads 5"
+            in str(err.value))
 
 
 def test_import_source_requires_path():

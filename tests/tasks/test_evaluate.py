@@ -60,6 +60,19 @@ def test_a_missing_external_file_or_model_folder_is_named_before_anything_runs(t
     assert fingerprint_inputs(STAGE, params, tmp_path, UPSTREAM)["external"] != hashed
 
 
+def test_a_malformed_external_benchmark_is_named_with_its_line_before_anything_runs(tmp_path):
+    bench = _write(tmp_path / "mine.jsonl", "Who?", "What?")
+    bench.write_text(bench.read_text() + '{"id": "q2", "question": "Where?"}\n')  # line 3 has no answers
+    with pytest.raises(ValueError, match=rf"eval.benchmarks.mine: {bench}: line 3: key 'golden_answers' is missing"):
+        check_external([STAGE], _params("eval.benchmarks.mine.path=mine.jsonl"), tmp_path)
+    # the declared format is the one checked: a valid FlashRAG file is not a HotpotQA list
+    _write(bench, "Who?")
+    with pytest.raises(ValueError, match=rf"eval.benchmarks.mine: {bench}: expected a JSON list of records"):
+        check_external([STAGE], _params("eval.benchmarks.mine.path=mine.jsonl",
+                                         "eval.benchmarks.mine.format=hotpotqa"), tmp_path)
+    check_external([STAGE], _params("eval.benchmarks.mine.path=mine.jsonl"), tmp_path)
+
+
 def test_benchmarks_built_in_suites_sampled_then_external_files(tmp_path):
     suites = tmp_path / "data/benchmarks"
     _write(suites / "world-single.jsonl", "One?", "Two?", "Three?")

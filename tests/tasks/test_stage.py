@@ -118,8 +118,8 @@ def test_rerun_after_crash_resumes_from_shards(root):
     assert not list((root / "data/.work/alpha").glob("resume-*"))
 
 
-def _spawn(root: Path) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "tests.tasks.toy_stages", str(root)], cwd=REPO,
+def _spawn(root: Path, *overrides: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "tests.tasks.toy_stages", str(root), *overrides], cwd=REPO,
                             stdout=subprocess.PIPE, text=True)
 
 
@@ -146,7 +146,38 @@ def test_concurrent_runs_compute_once(root):
     procs = [_spawn(root) for _ in range(2)]
     results = [json.loads(p.communicate(timeout=120)[0]) for p in procs]
     assert calls(root) == ["alpha", "beta"]
-    assert sorted(r["alpha"] for r in results) == [False, True]  # one computed, the other found it cached
+    assert sorted(r["alpha"]["cached"] for r in results) == [False, True]  # one computed, the other found it cached
+
+
+def test_a_run_never_reads_an_upstream_output_that_another_run_replaced(root):
+    """Run A's beta starts while A holds alpha(50); run B then builds alpha(70). B may not publish it until A has
+    read alpha: A's beta reads the alpha its fingerprint names, and B's beta its own."""
+    (root / "pause_beta").write_text("2")
+    first = _spawn(root)
+    deadline = time.time() + 60
+    while not list((root / "data/.work/beta").glob("tmp-*")):  # A is inside beta's build, before reading alpha
+        assert time.time() < deadline and first.poll() is None
+        time.sleep(0.05)
+    second = _spawn(root, "corpus.world.entities=70")
+    a, b = (json.loads(p.communicate(timeout=120)[0]) for p in (first, second))
+    assert a["beta"]["counts"]["entities_read"] == 50 and b["beta"]["counts"]["entities_read"] == 70
+    assert a["beta"]["upstream"] == {"alpha": a["alpha"]["fingerprint"]}
+    assert b["beta"]["upstream"] == {"alpha": b["alpha"]["fingerprint"]} != a["beta"]["upstream"]
+    # the folders now hold B's outputs, recorded under B's fingerprints
+    assert json.loads((root / "data/beta/manifest.json").read_text())["fingerprint"] == b["beta"]["fingerprint"]
+
+
+def test_concurrent_runs_of_two_fingerprints_build_each_once(root):
+    """Three runs at once, two with the same params: every (stage, fingerprint) is built exactly once, and each
+    run's beta read the alpha of its own params."""
+    (root / "pause_beta").write_text("0.5")
+    procs = [_spawn(root), _spawn(root), _spawn(root, "corpus.world.entities=70")]
+    results = [json.loads(p.communicate(timeout=180)[0]) for p in procs]
+    assert sorted(calls(root)) == ["alpha", "alpha", "beta", "beta"]
+    assert [r["beta"]["counts"]["entities_read"] for r in results] == [50, 50, 70]
+    same = results[:2]
+    assert sorted(r["beta"]["cached"] for r in same) == [False, True]
+    assert same[0]["beta"]["fingerprint"] == same[1]["beta"]["fingerprint"]
 
 
 def test_lock_of_killed_holder_is_recovered(tmp_path):

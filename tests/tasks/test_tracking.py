@@ -1,23 +1,32 @@
-"""MLflow tracking against a real SQLite store in a temp dir: parent run, nested stage runs, cached link."""
+"""MLflow tracking against a real SQLite store in a temp dir: parent run, nested stage runs, cached link, and the
+recovery of the runs of a killed pipeline."""
 
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
 from pathlib import Path
 
 from mlflow import MlflowClient
 
 from searchlab.params import TrackingParams, load_params
+from tasks.processes import process_identity
 from tasks.stage import RunContext, folder_hash, run_stage
 from tasks.tracking import Tracker
+from tests.conftest import REPO
 from tests.tasks.toy_stages import ALPHA, BETA
 
 
 def _run(root: Path, tracker: Tracker, overrides=()):
     params = load_params(root / "params.yaml", list(overrides))
     parent = tracker.start_pipeline("pipeline", {"x": 1}, {"searchlab.git_commit": "abc"})
-    ctx = RunContext(root=root, params=params, tracker=tracker, parent_run_id=parent, flow_run_id="flow-1",
-                     git_commit="abc")
     results = {}
-    for stage in (ALPHA, BETA):
-        results[stage.name] = run_stage(stage, ctx, {n: results[n] for n in stage.upstream})
+    with RunContext(root=root, params=params, tracker=tracker, parent_run_id=parent, flow_run_id="flow-1",
+                    git_commit="abc") as ctx:
+        for stage in (ALPHA, BETA):
+            results[stage.name] = run_stage(stage, ctx, {n: results[n] for n in stage.upstream})
     tracker.finish_pipeline(parent)
     return parent, results
 
@@ -55,10 +64,69 @@ def test_stage_runs_nested_with_params_metrics_and_cached_link(tmp_path):
     curve = client.get_metric_history(beta_producer, "train/loss")
     assert [(m.step, m.value) for m in sorted(curve, key=lambda m: m.step)] == [(1, 2.0), (2, 1.5)]
     assert [(m.step, m.value) for m in client.get_metric_history(beta_producer, "eval/loss")] == [(2, 1.7)]
-    # the model stage's folder is a registry version by reference: its path and content hash, no copy
+    # the model stage's folder is a registry version by content: a snapshot named by its content hash
     version = client.get_model_version_by_alias("toy-model", "current")
-    assert version.run_id == beta_producer and version.source == (tmp_path / "data/beta").resolve().as_uri()
-    assert version.tags["searchlab.content_hash"] == folder_hash(first["beta"].manifest)
-    assert version.tags["searchlab.path"] == "data/beta"
+    digest = folder_hash(first["beta"].manifest)
+    assert version.run_id == beta_producer
+    assert version.source == (tmp_path / "mlartifacts/models" / digest).resolve().as_uri()
+    assert version.tags["searchlab.content_hash"] == digest
+    assert version.tags["searchlab.path"] == "data/beta" and version.tags["searchlab.stage"] == "beta"
     assert len(client.search_model_versions("name='toy-model'")) == 1  # the cached rerun registered nothing new
     assert alpha.info.status == "FINISHED"
+    # every run names the process that owns it, so a run of a killed process can be told apart later
+    for run in (alpha, client.get_run(second_parent)):
+        assert run.data.tags["searchlab.pid"] == str(os.getpid())
+        assert run.data.tags["searchlab.host"] == socket.gethostname()
+        assert run.data.tags["searchlab.pid_started"] == process_identity()
+
+
+# Creates a pipeline run and a stage run through the Tracker, says their ids, and waits to be killed.
+_KILLED_RUN = """
+import json, sys, time
+from pathlib import Path
+from searchlab.params import TrackingParams
+from tasks.tracking import Tracker
+
+tracker = Tracker(TrackingParams(experiment="t"), Path(sys.argv[1]))
+parent = tracker.start_pipeline("pipeline", {}, {})
+stage = tracker.start_stage(parent, "alpha", {}, {"searchlab.stage": "alpha"})
+print(json.dumps([parent, stage]), flush=True)
+time.sleep(600)
+"""
+
+
+def test_runs_of_a_killed_pipeline_are_marked_killed_by_the_next_tracker(tmp_path):
+    tracker = Tracker(TrackingParams(experiment="t"), tmp_path)
+    live = tracker.start_pipeline("live", {}, {})  # this test process's: it lives on, so must its run
+    client = MlflowClient(tracking_uri=tracker.uri)
+    proc = subprocess.Popen([sys.executable, "-c", _KILLED_RUN, str(tmp_path)], cwd=REPO, stdout=subprocess.PIPE,
+                            text=True)
+    try:
+        line = proc.stdout.readline()
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+    parent, stage = json.loads(line)
+    dead_pid = proc.pid
+    # this process's pid, recorded by an earlier process that had it: the pid lives, that process does not
+    reused = client.create_run(tracker.experiment_id, tags={
+        "searchlab.pid": str(os.getpid()), "searchlab.host": socket.gethostname(),
+        "searchlab.pid_started": "another-boot:1"}).info.run_id
+    # a run of another machine: only that machine can tell whether its process lives
+    elsewhere = client.create_run(tracker.experiment_id, tags={
+        "searchlab.pid": str(dead_pid), "searchlab.host": "another-host", "searchlab.pid_started": ""}).info.run_id
+    assert {client.get_run(r).info.status for r in (parent, stage)} == {"RUNNING"}
+
+    recovering = Tracker(TrackingParams(experiment="t"), tmp_path)
+
+    assert sorted(recovering.recovered) == sorted([parent, stage, reused])
+    for run_id in (parent, stage, reused):
+        run = client.get_run(run_id)
+        assert run.info.status == "KILLED" and run.info.end_time is not None
+        assert "searchlab.recovered" in run.data.tags
+        assert run.data.tags["mlflow.note.content"].startswith("Recovered: process ")
+    assert client.get_run(parent).data.tags["searchlab.pid"] == str(dead_pid)
+    assert client.get_run(stage).data.tags["mlflow.parentRunId"] == parent
+    assert client.get_run(live).info.status == "RUNNING"
+    assert client.get_run(elsewhere).info.status == "RUNNING"
+    assert Tracker(TrackingParams(experiment="t"), tmp_path).recovered == []  # nothing twice

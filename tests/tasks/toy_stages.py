@@ -46,14 +46,16 @@ def build_alpha(ctx: StageContext) -> dict:
 
 def build_beta(ctx: StageContext) -> dict:
     _log_call(ctx)
+    if (ctx.root / "pause_beta").exists():  # before reading alpha: another run may try to replace it meanwhile
+        time.sleep(float((ctx.root / "pause_beta").read_text()))
     lines = (ctx.inputs["alpha"] / "items.jsonl").read_text().splitlines()
     (ctx.out_dir / "summary.json").write_text(json.dumps({"n": len(lines), "threads": ctx.params.index.threads}))
     (ctx.out_dir / "log.jsonl").write_text('{"step": 1, "loss": 2.0}\n{"step": 2, "loss": 1.5, "eval_loss": 1.7}\n')
-    return {"lines": len(lines)}
+    return {"lines": len(lines), "entities_read": json.loads(lines[0])["entities"]}
 
 
-ALPHA = Stage("alpha", "toy source stage", (), ("corpus",), ("tests.tasks.toy_stages",), build_alpha)
-BETA = Stage("beta", "toy downstream stage", ("alpha",), ("index",), ("tests.tasks.toy_stages",), build_beta,
+ALPHA = Stage("alpha", "toy source stage", (), ("corpus",), build_alpha)
+BETA = Stage("beta", "toy downstream stage", ("alpha",), ("index",), build_beta,
              reports=("summary.json",), curves="log.jsonl", registers=lambda params: ("toy-model", "current"),
              metrics="summary.json")
 
@@ -61,13 +63,14 @@ BETA = Stage("beta", "toy downstream stage", ("alpha",), ("index",), ("tests.tas
 def run_both(root: Path, overrides: list[str] = (), force: frozenset[str] = frozenset()) -> dict[str, StageResult]:
     """Run alpha then beta like the pipeline flow does (without Prefect)."""
     params = load_params(root / "params.yaml", list(overrides))
-    ctx = RunContext(root=root, params=params, force=force)
     results: dict[str, StageResult] = {}
-    for stage in (ALPHA, BETA):
-        results[stage.name] = run_stage(stage, ctx, {n: results[n] for n in stage.upstream})
+    with RunContext(root=root, params=params, force=force) as ctx:
+        for stage in (ALPHA, BETA):
+            results[stage.name] = run_stage(stage, ctx, {n: results[n] for n in stage.upstream})
     return results
 
 
-if __name__ == "__main__":  # used by tests that need a separate (killable) process
-    out = run_both(Path(sys.argv[1]))
-    print(json.dumps({name: r.cached for name, r in out.items()}))
+if __name__ == "__main__":  # used by tests that need a separate (killable) process: ROOT [OVERRIDE...]
+    out = run_both(Path(sys.argv[1]), sys.argv[2:])
+    print(json.dumps({name: {"cached": r.cached, "fingerprint": r.manifest["fingerprint"], "counts": r.manifest["counts"],
+                             "upstream": r.manifest["inputs"]["upstream"]} for name, r in out.items()}))

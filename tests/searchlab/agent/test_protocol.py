@@ -85,6 +85,24 @@ def test_parse_action(turn, expected):
     assert parse_action(turn) == expected
 
 
+@pytest.mark.parametrize(
+    ("turn", "expected"),
+    [
+        (" Paris </answer> and babble", Action("answer", "Paris")),
+        (" Paris </search>", Action("answer", "Paris")),  # closed with the tag a searching model is used to
+        ("<think>hm</think>\n<search> capital of France </search>",
+         Action("answer", "<think>hm</think>\n<search> capital of France")),  # what it wrote, never run
+        ("<think>It is Paris.</think>\n<answer> Paris </answer>", Action("answer", "Paris")),  # opened again itself
+        (" Paris </ans", Action("answer", "Paris")),  # token limit inside a closing tag
+        (" Paris </sea", Action("answer", "Paris")),
+        (" Paris", Action("answer", "Paris")),  # EOS
+        ("", Action("answer", "")),
+    ],
+)
+def test_a_turn_continuing_an_opened_answer_is_that_answer_never_a_search(turn, expected):
+    assert parse_action(turn, answer_opened=True) == expected
+
+
 def test_action_end_marks_where_to_cut_the_turn():
     turn = "<think>x</think><answer>Paris</answer> trailing babble"
     assert parse_action(turn).end == len("<think>x</think><answer>Paris</answer>")
@@ -92,6 +110,8 @@ def test_action_end_marks_where_to_cut_the_turn():
     assert parse_action(turn).end == len("<search>q</search>")
     assert parse_action("<answer> Par").end == 12
     assert parse_action("nothing").end == 7
+    assert parse_action(" Paris </search> babble", answer_opened=True).end == len(" Paris </search>")
+    assert parse_action(" Par", answer_opened=True).end == 4
 
 
 def test_action_checks_its_fields():

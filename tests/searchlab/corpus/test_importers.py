@@ -204,5 +204,16 @@ def test_unreadable_files_are_clear_errors(tmp_path):
 def test_invalid_utf8_line_is_a_record_error(tmp_path):
     src = tmp_path / "c.jsonl"
     src.write_bytes(GOOD.encode() + b"\n" + b'{"id": "x", "contents": "\xff\xfe"}\n')
-    with pytest.raises(RecordError, match=f"{src}:2: not valid UTF-8"):
+    with pytest.raises(RecordError, match=f"{src}:2: not UTF-8 text: bytes b'\\\\xff' at byte 26 of the line"):
         _import("jsonl", src, tmp_path / "out")
+
+
+def test_qrels_bytes_that_are_not_utf8_name_line_and_bytes_and_can_be_skipped(tmp_path):
+    src = _beir(tmp_path / "b")
+    with open(src / "qrels" / "test.tsv", "ab") as f:
+        f.write("q1\tBeyonc\xe9\t1\n".encode("latin-1"))
+    qrels = src / "qrels" / "test.tsv"
+    with pytest.raises(RecordError, match=f"{qrels}:4: not UTF-8 text: bytes b'\\\\xe9' at byte 10 of the line"):
+        _import("beir", src, tmp_path / "out")
+    counts = _import("beir", src, tmp_path / "out2", on_error="skip")
+    assert counts["qrels"] == 2 and counts["skipped"] == 1

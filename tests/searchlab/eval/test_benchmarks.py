@@ -272,6 +272,20 @@ def test_malformed_json_names_file_and_line(tmp_path):
     _raises(["broken.json", "line 4", "not valid JSON"], load_benchmark, path, "b")
 
 
+def test_bytes_that_are_not_utf8_name_file_line_and_bytes(tmp_path):
+    # past the first 8 KiB, where a text stream's decoder would count bytes from the start of its chunk, not the file
+    lines = [json.dumps({**FLASHRAG[1], "id": f"q{i}"}) for i in range(300)]
+    latin1 = tmp_path / "latin1.jsonl"
+    latin1.write_bytes(("".join(line + "\n" for line in lines) + '{"question": "Beyonc\xe9?"}\n').encode("latin-1"))
+    _raises([f"{latin1}: line 301: not UTF-8 text: bytes b'\\xe9' at byte 21 of the line, "
+             """after '{"question": "Beyonc'"""], load_benchmark, latin1, "b")
+    listed = tmp_path / "latin1.json"
+    listed.write_bytes(json.dumps(PLAIN_JSON, indent=2).encode() + '\n["Beyonc\xe9"]'.encode("latin-1"))
+    line = json.dumps(PLAIN_JSON, indent=2).count("\n") + 2
+    _raises([f"{listed}: line {line}: not UTF-8 text: bytes b'\\xe9' at byte 9 of the line"],
+            load_benchmark, listed, "b")
+
+
 def test_json_that_is_not_a_list_is_an_error(tmp_path):
     path = _json(tmp_path / "dict.json", {"data": PLAIN_JSON})
     _raises(["dict.json", "JSON list", "object"], load_benchmark, path, "b", format="json")

@@ -104,6 +104,18 @@ def test_the_report_has_the_table_the_paired_tests_with_verdicts_and_the_through
     _only(tmp_path, "report.md")
 
 
+def test_the_report_says_how_each_system_was_run_one_line_each_before_the_results(tmp_path):
+    how = {"direct": "one turn, no search: the answer tag `<answer>` is forced after the question",
+           "rag": "one turn, the question's passages shown", "agent": "up to 4 turns of searches"}
+    write_report(tmp_path / "report.md", _results(), systems=how)
+    text = (tmp_path / "report.md").read_text(encoding="utf-8")
+    section = text.split("How each system was run:\n\n")[1].split("\n\n")[0]
+    assert section.splitlines() == [f"- {name}: {line}" for name, line in how.items()]
+    assert text.index("How each system was run") < text.index(results_table(_results()))
+    write_report(tmp_path / "report.md", _results())  # not given: no such section
+    assert "How each system was run" not in (tmp_path / "report.md").read_text(encoding="utf-8")
+
+
 def test_a_report_without_tests_or_throughput_says_so_and_has_no_throughput_section(tmp_path):
     results = _results()
     del results["throughput"]

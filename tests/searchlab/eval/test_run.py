@@ -32,7 +32,8 @@ def test_every_system_on_every_benchmark_then_a_rerun_computes_only_missing_shar
     results = _evaluate(model, tok, bm25, tmp_path, loads)
     capitals = results["benchmarks"]["capitals"]
     assert capitals["questions"] == 2 and list(capitals["systems"]) == ["sft/direct", "sft/rag", "sft/agent"]
-    # scripted: Japan is answered at once; Norway only after a search, which direct never runs
+    # scripted: Japan is answered at once; Norway's script searches, which after direct's forced <answer> is
+    # merely a wrong answer
     assert capitals["systems"]["sft/direct"]["em"]["mean"] == 0.5
     assert capitals["systems"]["sft/agent"]["em"]["mean"] == 1.0
     people = results["benchmarks"]["people"]["systems"]
@@ -47,7 +48,10 @@ def test_every_system_on_every_benchmark_then_a_rerun_computes_only_missing_shar
     assert json.loads((out / "metrics.json").read_text()) == results
     agent = [json.loads(line) for line in (out / "predictions/capitals/sft-agent.jsonl").read_text().splitlines()]
     assert [r["prediction"] for r in agent] == ["Tokyo", "Oslo"] and "<search>" in agent[1]["completion"]
-    assert "sft/agent" in (out / "report.md").read_text()
+    report = (out / "report.md").read_text()
+    assert "sft/agent" in report
+    assert "- direct: one turn, no search: the answer tag `<answer>` is forced after the question (greedy)" in report
+    assert "- rag: one turn, no search by the model" in report and "- agent: up to 4 turns" in report
     assert all((out / name).read_bytes().startswith(b"\x89PNG") for name in ("em.png", "searches.png"))
     assert not list(tmp_path.rglob("*.tmp"))
 

@@ -1,13 +1,18 @@
-"""The Coalescer merges concurrent calls into shared batches without mixing up or failing each other's results."""
+"""The Coalescer merges concurrent calls into shared batches of bounded size without mixing up or failing each
+other's results; the server's request batcher bounds its rounds alike."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+import orjson
 import pytest
 
+from searchlab.retrieval.base import Hit
+from searchlab.retrieval.batching import RequestBatcher
 from searchlab.retrieval.coalesce import Coalescer
 
 
@@ -72,3 +77,45 @@ def test_a_failing_call_does_not_fail_the_others_in_its_batch():
 def test_a_lone_failing_call_raises():
     with pytest.raises(ValueError, match="bad"):
         Coalescer(Echo(delay=0)).search(["bad"], 1)
+
+
+def test_merged_batches_stay_within_the_hit_cap_and_every_caller_gets_its_own():
+    echo = Echo()
+    coalescer = Coalescer(echo, max_hits=12)  # 4 queries at k=3
+    # 16 callers of 1-3 queries, and one of 5 queries: 15 hits, over the cap on its own
+    calls = [[f"q{i}-{j}" for j in range(1 + i % 3)] for i in range(16)] + [[f"big{j}" for j in range(5)]]
+    with ThreadPoolExecutor(len(calls)) as pool:
+        answers = list(pool.map(lambda queries: coalescer.search(queries, 3), calls))
+    assert answers == [[(q, 3) for q in queries] for queries in calls]
+    batches = [queries for queries, _ in echo.batches]
+    assert all(len(b) * 3 <= 12 for b in batches if b != calls[-1]) and calls[-1] in batches  # the big one alone
+    assert any(len({q.split("-")[0] for q in b}) > 1 for b in batches if b != calls[-1])  # calls were merged
+    assert sorted(q for b in batches for q in b) == sorted(q for queries in calls for q in queries)
+
+
+def test_the_server_s_request_batcher_bounds_each_round_by_the_same_cap():
+    class Recording:
+        """A retriever answering each query with one hit per rank, recording the hits of each search."""
+
+        def __init__(self):
+            self.hits: list[int] = []
+
+        def search(self, queries, k):
+            self.hits.append(len(queries) * k)
+            time.sleep(0.02)
+            return [[Hit(f"{q}#{rank}", q, float(-rank)) for rank in range(k)] for q in queries]
+
+    retriever = Recording()
+    batcher = RequestBatcher(retriever, max_hits=12)
+    requests = [([f"r{i}a", f"r{i}b"], 3) for i in range(20)] + [([f"big{j}" for j in range(5)], 3)]  # 6 hits, 15
+
+    async def ask_all():
+        return await asyncio.gather(*(batcher.answer(queries, topk, False) for queries, topk in requests))
+
+    answers = asyncio.run(ask_all())
+    for (queries, topk), body in zip(requests, answers):
+        expected = [[{"id": f"{q}#{rank}", "contents": q} for rank in range(topk)] for q in queries]
+        assert orjson.loads(body)["result"] == expected
+    assert sum(retriever.hits) == sum(len(q) * k for q, k in requests)
+    assert sorted(retriever.hits)[-2:] == [12, 15] and retriever.hits.count(15) == 1  # merged, and the big one alone
+    assert retriever.hits[-1] == 15  # in arrival order: the big request, last, waited its turn

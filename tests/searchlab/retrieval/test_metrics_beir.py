@@ -8,6 +8,7 @@ import random
 import pytest
 import pytrec_eval
 
+from searchlab.jsonl import RecordError
 from searchlab.params import IndexParams
 from searchlab.retrieval.beir import beir_corpus_to_jsonl, eval_retrieval, load_qrels, load_queries, retrieve_run
 from searchlab.retrieval.indexing import build_index
@@ -112,6 +113,16 @@ def test_beir_files_load(beir_collection):
     assert len(load_queries(beir_collection)) == 6
     qrels = load_qrels(beir_collection)
     assert set(qrels) == {f"q-{t}" for t in TOPICS} and all(v in (1, 2) for q in qrels.values() for v in q.values())
+
+
+def test_qrels_bytes_that_are_not_utf8_are_named_with_file_line_and_bytes(tmp_path):
+    (tmp_path / "qrels").mkdir()
+    qrels = tmp_path / "qrels" / "test.tsv"
+    # past the first 8 KiB: a text stream's decoder would count bytes from the start of its chunk, with no line
+    good = "".join(f"q{i}\td{i}\t1\n" for i in range(1000))
+    qrels.write_bytes(("query-id\tcorpus-id\tscore\n" + good + "q9\tBeyonc\xe9\t1\n").encode("latin-1"))
+    with pytest.raises(RecordError, match=rf"{qrels}:1002: not UTF-8 text: bytes b'\\xe9' at byte 10 of the line"):
+        load_qrels(tmp_path)
 
 
 @pytest.mark.slow

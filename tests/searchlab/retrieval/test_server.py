@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+import subprocess
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -15,6 +16,7 @@ from fastapi.testclient import TestClient
 from searchlab.retrieval.client import HttpRetriever, RetrieverUnavailableError
 from searchlab.retrieval.base import RetrieverError
 from searchlab.retrieval.server import create_app
+from tests.conftest import BIN, make_project
 
 from .conftest import contents
 
@@ -185,3 +187,37 @@ def test_http_client_unreachable_server_is_a_clear_error():
     with HttpRetriever(f"http://127.0.0.1:{port}", timeout=2) as remote:
         with pytest.raises(RetrieverUnavailableError, match=f"cannot reach the retrieval server at http://127.0.0.1:{port}/retrieve"):
             remote.search(["x"], 3)
+
+
+WIDE = "the largest and highest in Africa, the world and the capital"  # words of more than four passages
+
+
+def test_serve_retriever_answers_a_request_without_topk_with_retriever_topk(index_dir, tmp_path):
+    # The real command, as a user starts it: the project's data/index is the session's built index.
+    project = make_project(tmp_path / "project")
+    (project / "data").mkdir()
+    (project / "data" / "index").symlink_to(index_dir)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([str(BIN / "searchlab"), "serve-retriever", "--params", "params/smoke.yaml",
+                             "--set", "retriever.topk=2", "--port", str(port)],
+                            cwd=project, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.time() + 120
+        while True:
+            assert proc.poll() is None, proc.stderr.read().decode()
+            try:
+                httpx.get(url + "/health", timeout=1)
+                break
+            except httpx.TransportError:
+                assert time.time() < deadline, "serve-retriever did not start"
+                time.sleep(0.2)
+        untold = httpx.post(url + "/retrieve", json={"queries": [WIDE]}).json()
+        assert len(untold["result"][0]) == 2  # retriever.topk, not the server's built-in 3
+        told = httpx.post(url + "/retrieve", json={"queries": [WIDE], "topk": 4}).json()
+        assert len(told["result"][0]) == 4
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import logging
 import random
+import shutil
 import subprocess
 import sys
 import time
@@ -23,6 +25,8 @@ from searchlab.agent.protocol import (
 from searchlab.model import bootstrap_tiny, load_model
 from searchlab.params import ModelParams, SFTParams, TinyModelParams, TinyPretrainParams
 from searchlab.retrieval.base import Hit
+from searchlab.train.common import resume_point
+from searchlab.train.launch import LaunchError
 from searchlab.train.pretrain import copy_accuracy, pretraining_examples
 from searchlab.train.sft import IGNORE, encode_demo, run_sft, train_sft
 
@@ -81,9 +85,12 @@ def _params(**kw) -> SFTParams:
 
 
 class _Interrupt(TrainerCallback):
+    def __init__(self, step: int = 6):
+        self.step = step
+
     def on_step_end(self, args, state, control, **kwargs):
-        if state.global_step == 6:
-            raise KeyboardInterrupt("interrupted at step 6")
+        if state.global_step == self.step:
+            raise KeyboardInterrupt(f"interrupted at step {self.step}")
 
 
 def test_training_learns_and_a_resumed_run_ends_with_the_same_model(demos, base_model, tmp_path):
@@ -105,6 +112,43 @@ def test_training_learns_and_a_resumed_run_ends_with_the_same_model(demos, base_
     b, _ = load_model(str(tmp_path / "b"))
     for (name, x), (_, y) in zip(a.state_dict().items(), b.state_dict().items()):
         assert torch.allclose(x, y, atol=1e-5), name
+
+
+def test_resume_skips_and_deletes_checkpoints_a_crash_left_half_written(demos, base_model, tmp_path, caplog):
+    ckpt = tmp_path / "ckpt"
+    model, tokenizer = load_model(str(base_model))
+    with pytest.raises(KeyboardInterrupt):
+        train_sft(_params(), model, tokenizer, demos[0], tmp_path / "out", ckpt, callbacks=[_Interrupt(9)])
+    assert sorted(p.name for p in ckpt.glob("checkpoint-*")) == ["checkpoint-4", "checkpoint-8"]
+    # the Trainer writes trainer_state.json last: a kill or a full disk during the save of step 8 leaves the rest
+    (ckpt / "checkpoint-8/trainer_state.json").unlink()
+
+    model, tokenizer = load_model(str(base_model))
+    with caplog.at_level(logging.WARNING, logger="searchlab.train.common"):
+        resumed = train_sft(_params(), model, tokenizer, demos[0], tmp_path / "out", ckpt)
+    assert resumed["resumed_from_step"] == 4 and resumed["steps"] == 12
+    assert f"deleting incomplete checkpoint {ckpt / 'checkpoint-8'}" in caplog.text
+
+    # other half-written saves: trainer_state.json cut short, weights missing; a complete checkpoint-12 stays newest
+    shutil.copytree(ckpt / "checkpoint-12", ckpt / "checkpoint-16")
+    state = (ckpt / "checkpoint-16/trainer_state.json").read_text()
+    (ckpt / "checkpoint-16/trainer_state.json").write_text(state[: len(state) // 2])
+    shutil.copytree(ckpt / "checkpoint-12", ckpt / "checkpoint-20")
+    (ckpt / "checkpoint-20/model.safetensors").unlink()
+    assert resume_point(ckpt) == str(ckpt / "checkpoint-12")
+    assert sorted(p.name for p in ckpt.glob("checkpoint-*")) == ["checkpoint-12", "checkpoint-8"]
+    assert resume_point(tmp_path / "fresh") is None
+
+
+def test_a_failing_worker_s_exception_is_in_the_launch_error(demos, base_model, tmp_path):
+    # every demonstration in the dev split: the worker's demo_datasets raises
+    dev_only = tmp_path / "dev-only.jsonl"
+    dev_only.write_text("".join(json.dumps({**row, "split": "dev"}) + "\n" for row in demos[1]))
+    with pytest.raises(LaunchError) as failure:
+        run_sft(ModelParams(), _params(), str(base_model), dev_only, tmp_path / "out", tmp_path / "work")
+    message = str(failure.value)
+    assert f"ValueError: {dev_only}: no training demonstrations" in message and "exit status 1" in message
+    assert 'in demo_datasets\n    raise ValueError(f"{demos_jsonl}: no training demonstrations")' in message
 
 
 def _processes_running(needle: str) -> list[int]:
