@@ -11,9 +11,9 @@ from prefect.runtime import deployment, flow_run
 from flows.serving import check_deployment_run
 from searchlab.params import flatten, load_params
 from tasks.dvc import record_outputs, write_effective_params
-from tasks.registry import plan
+from tasks.registry import STAGES, plan
 from tasks.run import stage_task
-from tasks.stage import RunContext, StageResult, check_external
+from tasks.stage import RunContext, StageResult, cached_stages, check_external
 from tasks.tracking import Tracker
 
 
@@ -71,7 +71,8 @@ def pipeline(params_file: str = "params/default.yaml", overrides: list[str] | No
                                                  "stages_cached": len(results) - len(computed)})
         write_effective_params(root_path, params)
         if record_dvc:
-            problem = record_outputs(root_path, ctx.data_dir, todo)
+            problem = record_outputs(root_path, ctx.data_dir, list(STAGES), set(results),
+                                     lambda: cached_stages(list(STAGES), params, root_path))
             if problem:
                 logger.warning(problem)
     return {name: {"cached": r.cached, "fingerprint": r.manifest["fingerprint"], "counts": r.manifest["counts"],

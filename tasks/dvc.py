@@ -16,6 +16,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import yaml
@@ -73,15 +74,25 @@ def find_dvc() -> str | None:
     return str(beside) if os.access(beside, os.X_OK) else shutil.which("dvc")
 
 
-def record_outputs(root: Path, data_dir: Path, stages: list[Stage]) -> str | None:
-    """``dvc commit`` the stages (given upstream first) whose output, or an upstream's, changed since this checkout
-    last recorded them in ``dvc.lock``; return why not, if it could not."""
+def record_outputs(root: Path, data_dir: Path, stages: list[Stage], ran: set[str],
+                   still_valid: Callable[[], set[str]]) -> str | None:
+    """``dvc commit`` the stages whose output, or an upstream's, changed since this checkout last recorded them in
+    ``dvc.lock``; return why not, if it could not.
+
+    ``stages`` are all the pipeline's stages, upstream first, and ``ran`` the names of those this run brought up
+    to date. A stage outside the run is recorded only if it is among ``still_valid()``, the stages whose output
+    matches the current params and upstream outputs (below a rebuilt upstream of the same fingerprint, say); a
+    stale one is left for DVC to report as changed, which it is.
+    """
     recorded = _read_json(data_dir / RECORDED)
     lock_matches = recorded.get("dvc_lock") == _sha256(root / "dvc.lock")
     outputs = {stage.name: _sha256(data_dir / stage.name / "manifest.json") for stage in stages}
     before = recorded.get("outputs", {}) if lock_matches else {}
-    todo = [stage.name for stage in stages
-            if any(outputs.get(name) != before.get(name) for name in (stage.name, *stage.upstream))]
+    changed = [stage for stage in stages if outputs[stage.name] is not None
+               and any(outputs[name] != before.get(name) for name in (stage.name, *stage.upstream))]
+    outside = [stage for stage in changed if stage.name not in ran]
+    valid = still_valid() if outside else set()  # costs a status check: only when needed
+    todo = [stage.name for stage in changed if stage.name in ran or stage.name in valid]
     if not todo:
         return None
     problem = dvc_commit(root, todo)

@@ -417,6 +417,14 @@ def pipeline_status(stages: list[Stage], params: Params, root: Path) -> list[dic
     return rows
 
 
+def cached_stages(stages: list[Stage], params: Params, root: Path) -> set[str]:
+    """The names of ``stages`` (a whole pipeline, upstream first) whose output is up to date with ``params``."""
+    try:
+        return {row["stage"] for row in pipeline_status(stages, params, root) if row["state"] == "cached"}
+    except ValueError:  # an external input is missing: no output that reads it can be vouched for
+        return set()
+
+
 def explain_change(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     """Human-readable differences between two fingerprint inputs."""
     reasons = []
