@@ -67,7 +67,15 @@ def kill_in_stage(project: Path, stage: str, sig: int) -> tuple[int, list[str]]:
         for child in descendants(proc.pid):
             seen[child.pid] = child
         time.sleep(0.02)
-    time.sleep(1.0 if stage in ("sft", "evaluate") else 0.1)  # let the stage start its own children
+    # sft trains in worker processes under `accelerate launch`: kill the run once they train
+    until = time.time() + (180 if stage == "sft" else 0.1)
+    while time.time() < until and proc.poll() is None:
+        for child in descendants(proc.pid):
+            seen[child.pid] = child
+        if any("sft_job" in " ".join(child.cmdline()) for child in seen.values() if child.is_running()):
+            time.sleep(3)
+            break
+        time.sleep(0.1)
     for child in descendants(proc.pid):
         seen[child.pid] = child
     proc.send_signal(sig)

@@ -16,6 +16,7 @@ import urllib.request
 from pathlib import Path
 
 from flows.processes import BoundServer, start_bound
+from tasks.processes import is_alive
 
 UI_STATE = Path(".searchlab") / "ui.json"
 LOGS = Path(".searchlab") / "logs"
@@ -42,7 +43,7 @@ def running_ui(root: Path) -> dict | None:
         pids = [state["pid"], *state["pids"]]
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    if not all(_alive(pid) for pid in pids):
+    if not all(isinstance(pid, int) and is_alive(pid) for pid in pids):
         path.unlink(missing_ok=True)
         return None
     try:
@@ -50,20 +51,6 @@ def running_ui(root: Path) -> dict | None:
             return state
     except (OSError, ValueError, KeyError):
         return None
-
-
-def _alive(pid: object) -> bool:
-    """Whether process ``pid`` exists, is ours and has not exited (a zombie has)."""
-    if not isinstance(pid, int) or pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except (ProcessLookupError, PermissionError):  # PermissionError: the pid now belongs to another user
-        return False
-    try:  # Linux: "pid (name) S ..."; Z is a zombie, X dead
-        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] not in ("Z", "X")
-    except (OSError, IndexError):
-        return True
 
 
 def configure_prefect(root: Path, api_url: str | None = None, temporary: bool = True) -> str | None:
