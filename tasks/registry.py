@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from tasks import benchmarks, corpus, evaluate, index, qa, sft
+from tasks import base, benchmarks, corpus, evaluate, index, qa, sft
 from tasks.stage import Stage
 
-STAGES: tuple[Stage, ...] = (corpus.STAGE, index.STAGE, qa.STAGE, benchmarks.STAGE, sft.STAGE, evaluate.STAGE)
+STAGES: tuple[Stage, ...] = (corpus.STAGE, index.STAGE, qa.STAGE, benchmarks.STAGE, base.STAGE, sft.STAGE,
+                             evaluate.STAGE)
 BY_NAME: dict[str, Stage] = {s.name: s for s in STAGES}
 
 

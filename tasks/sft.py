@@ -16,7 +16,8 @@ from searchlab.jsonl import iter_jsonl, read_jsonl
 from searchlab.model import load_agent
 from searchlab.params import Params, RolloutParams
 from searchlab.retrieval import open_retriever
-from searchlab.train.sft import base_model, run_sft
+from searchlab.train.base import start_model
+from searchlab.train.sft import run_sft
 from tasks.stage import Stage, StageContext
 
 log = logging.getLogger("searchlab.sft")
@@ -25,9 +26,9 @@ log = logging.getLogger("searchlab.sft")
 def _build(ctx: StageContext) -> dict:
     p, demos, corpus = ctx.params, ctx.inputs["qa"] / "demos.jsonl", ctx.inputs["corpus"] / "corpus.jsonl"
     warn_if_turns_fall_short(demos, p.rollout)
-    start = base_model(p.model, corpus, demos, ctx.work_dir / "base")
     config = str(ctx.root / p.sft.accelerate_config) if p.sft.accelerate_config else None
-    figures = run_sft(p.model, p.sft, start, demos, ctx.out_dir, ctx.work_dir, config, corpus)
+    figures = run_sft(p.model, p.sft, start_model(ctx.inputs["base"]), demos, ctx.out_dir, ctx.work_dir, config,
+                      corpus)
     return {**figures, **_sample_trajectories(ctx)}
 
 
@@ -70,7 +71,7 @@ def _registry(params: Params) -> tuple[str, str]:
 STAGE = Stage(
     name="sft",
     description="Fine-tune the agent model on the demonstrations with TRL (loss on the agent's own tokens only)",
-    upstream=("corpus", "index", "qa"),
+    upstream=("corpus", "index", "qa", "base"),
     reads=("model", "sft", "rollout", "retriever"),
     build=_build,
     reports=("samples.md", "samples.jsonl"),

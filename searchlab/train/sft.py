@@ -21,7 +21,6 @@ from searchlab.agent.protocol import environment_spans
 from searchlab.agent.rollout import encode_completion, encode_prompt
 from searchlab.corpus.importers import split_contents
 from searchlab.jsonl import iter_jsonl, read_jsonl
-from searchlab.model import bootstrap_tiny
 from searchlab.params import ModelParams, SFTParams
 from searchlab.train.common import (
     make_trainer,
@@ -34,21 +33,6 @@ from searchlab.train.launch import launch
 from searchlab.train.renaming import rename_demos
 
 IGNORE = -100  # the label PyTorch's cross-entropy skips
-
-
-def base_model(params: ModelParams, corpus_jsonl: Path, demos_jsonl: Path, folder: Path) -> str:
-    """The model SFT starts from: ``model.name_or_path``, or for ``tiny`` one built into ``folder`` from the corpus
-    passages and the demonstrations (built once; it is deterministic, so a resumed run finds the same one).
-
-    The tiny one is freshly initialised; :func:`run_sft` pretrains it when asked.
-    """
-    if params.name_or_path != "tiny":
-        return params.name_or_path
-    if not (folder / "config.json").is_file():
-        passages = (r["contents"] for _, r in iter_jsonl(corpus_jsonl))
-        demos = (d["prompt"] + d["completion"] for _, d in iter_jsonl(demos_jsonl))
-        bootstrap_tiny(params.tiny, (text for source in (passages, demos) for text in source), folder)
-    return str(folder)
 
 
 def encode_demo(tokenizer, prompt: str, completion: str, max_length: int) -> dict[str, list[int]]:
@@ -101,17 +85,13 @@ def run_sft(model: ModelParams, params: SFTParams, start: str, demos_jsonl: Path
             accelerate_config: str | None = None, corpus_jsonl: Path | None = None) -> dict:
     """:func:`train_sft` of the model at ``start`` in ``params.num_processes`` processes under ``accelerate launch``.
 
-    A ``tiny`` model is first pretrained on the passages of ``corpus_jsonl``
-    (``model.tiny.pretrain``, see :mod:`searchlab.train.pretrain`) unless its
-    epochs are 0 or no corpus is given; the corpus titles also serve
-    ``sft.renamed_copies``. Checkpoints go to ``work_dir`` (a
-    rerun resumes from them); returns the figures of :func:`train_sft`, and
-    the pretraining's as ``pretrain_*``.
+    ``start`` is the base stage's model (:func:`searchlab.train.base.start_model`);
+    the titles of ``corpus_jsonl`` serve ``sft.renamed_copies``. Checkpoints go
+    to ``work_dir`` (a rerun resumes from them); returns the figures of :func:`train_sft`.
     """
-    pretrain = corpus_jsonl is not None and model.name_or_path == "tiny" and model.tiny.pretrain.epochs > 0
     job = {"model": model.model_dump(mode="json"), "sft": params.model_dump(mode="json"), "start": start,
            "demos": str(demos_jsonl), "out_dir": str(out_dir), "work_dir": str(work_dir),
-           "checkpoint_dir": str(work_dir / "checkpoints"), "pretrain": pretrain,
+           "checkpoint_dir": str(work_dir / "checkpoints"),
            "corpus": str(corpus_jsonl) if corpus_jsonl is not None else None}
     return launch("searchlab.train.sft_job", job, work_dir, params.num_processes, accelerate_config)
 

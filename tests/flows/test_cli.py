@@ -16,10 +16,10 @@ FLASHRAG_LINE = '{"id": "q1", "question": "Who?", "golden_answers": ["Ann"]}\n'
 
 
 @pytest.mark.parametrize("args, message", [
-    (["run", "--force", "nosuch"], "--force nosuch: no such stage; stages are: corpus, index, qa, benchmarks, sft"),
+    (["run", "--force", "nosuch"], "--force nosuch: no such stage; stages are: corpus, index, qa, benchmarks, base, sft"),
     (["run", "corpus", "--force", "sft"], "--force sft: not among the stages of this run (corpus)"),
     (["run", "sft", "--force", "evaluate"],
-     "--force evaluate: not among the stages of this run (corpus, index, qa, sft); name it as a stage to run too"),
+     "--force evaluate: not among the stages of this run (corpus, index, qa, base, sft); name it as a stage to run too"),
     (["run", "--set", "nosuch.key=1"], "error: invalid params:\n  nosuch (from --set nosuch.key=1): unknown key"),
     (["run", "--set", "retriever.max_topk=2"], "retriever (line 10, --set retriever.max_topk=2): retriever.topk (3) "
                                                "is over retriever.max_topk (2)"),

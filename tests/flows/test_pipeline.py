@@ -43,21 +43,26 @@ def test_pipeline_caches_and_reruns_only_what_changed(prefect_server, tmp_path):
         summary = state.result()
         return summary, _task_states(state.state_details.flow_run_id, len(summary))
 
-    stages = ("corpus", "index", "qa", "benchmarks", "sft", "evaluate")
+    stages = ("corpus", "index", "qa", "benchmarks", "base", "sft", "evaluate")
     summary, states = run()
     assert {k: v["cached"] for k, v in summary.items()} == dict.fromkeys(stages, False)
     assert states == dict.fromkeys(stages, "Completed")
     assert summary["corpus"]["counts"]["passages"] == summary["index"]["counts"]["documents"] > 0
     assert summary["qa"]["counts"]["train"] > 0 and summary["benchmarks"]["counts"]["train_answer_overlap"] == 0
     assert summary["sft"]["counts"]["steps"] == 6 and (project / "data/sft/model.safetensors").is_file()
+    assert summary["base"]["counts"]["pretrain_steps"] > 0 and (project / "data/base/model.safetensors").is_file()
     _check_evaluation(project, summary["evaluate"])
 
     summary, states = run()
     assert states == dict.fromkeys(stages, "Cached")
 
     summary, states = run("benchmarks.size=5")  # only the benchmarks stage reads this section, and evaluate its output
-    assert states == {"corpus": "Cached", "index": "Cached", "qa": "Cached", "benchmarks": "Completed", "sft": "Cached",
-                      "evaluate": "Completed"}
+    assert states == {"corpus": "Cached", "index": "Cached", "qa": "Cached", "benchmarks": "Completed", "base": "Cached",
+                      "sft": "Cached", "evaluate": "Completed"}
+
+    # an sft param retrains from the base model as it is: no new tokenizer, no new pretraining
+    summary, states = run("benchmarks.size=5", "sft.learning_rate=0.002")
+    assert states == {**dict.fromkeys(stages[:5], "Cached"), "sft": "Completed", "evaluate": "Completed"}
 
     summary, states = run("benchmarks.size=5", "index.threads=2")  # the index and everything downstream of it
     assert states == {"corpus": "Cached", **dict.fromkeys(stages[1:], "Completed")}

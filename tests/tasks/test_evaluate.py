@@ -17,7 +17,7 @@ from tasks.sft import STAGE as SFT_STAGE
 from tasks.stage import check_external, explain_change, fingerprint, fingerprint_inputs
 
 REPO = Path(__file__).resolve().parents[2]
-UPSTREAM = {"index": "i", "benchmarks": "b", "sft": "s", "corpus": "c", "qa": "q"}
+UPSTREAM = {"index": "i", "benchmarks": "b", "sft": "s", "corpus": "c", "qa": "q", "base": "m"}
 
 
 def _params(*overrides):

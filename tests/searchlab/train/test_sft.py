@@ -28,6 +28,7 @@ from searchlab.retrieval.base import Hit
 from searchlab.train.common import resume_point
 from searchlab.train.launch import LaunchError
 from searchlab.train.pretrain import copy_accuracy, pretraining_examples
+from searchlab.train.base import build_base, start_model
 from searchlab.train.sft import IGNORE, encode_demo, run_sft, train_sft
 
 CITIES = ["Kelmora", "Vosshorby", "Althouhelm", "Rimkoulford", "Halkrelt", "Basrourn"]
@@ -206,28 +207,33 @@ def _passage_loss(model, tokenizer, texts: list[str]) -> float:
 
 
 @pytest.mark.slow
-def test_the_job_pretrains_the_tiny_model_on_the_corpus_once_then_fine_tunes(demos, base_model, tmp_path):
+def test_the_base_model_is_the_tiny_model_pretrained_on_the_corpus(demos, tmp_path):
     passages = [f'"{p}"\n{p} was born in {c}. {p} lives in {c}.' for p, c in zip(
         [f"Person{i} Holm" for i in range(40)], CITIES * 7)]
     corpus = tmp_path / "corpus.jsonl"
     corpus.write_text("".join(json.dumps({"id": f"d{i}", "contents": t}) + "\n" for i, t in enumerate(passages)))
-    model = ModelParams(tiny=TinyModelParams(pretrain={"epochs": 3, "copy_drills": 40, "batch_size": 8,
-                                                      "learning_rate": 3e-3}))
-    work = tmp_path / "work"
-    figures = run_sft(model, _params(max_steps=4), str(base_model), demos[0], tmp_path / "out", work,
-                      corpus_jsonl=corpus)
-    assert figures["pretrain_steps"] == 30 and figures["pretrain_examples"] == 80 and figures["steps"] == 4
+    model = ModelParams(tiny=TinyModelParams(vocab_size=400, hidden_size=32, layers=2, heads=2, kv_heads=1,
+                                             intermediate_size=64, max_positions=512,
+                                             pretrain={"epochs": 3, "copy_drills": 40, "batch_size": 8,
+                                                       "learning_rate": 3e-3}))
+    work, out = tmp_path / "work", tmp_path / "base"
+    out.mkdir()
+    figures = build_base(model, corpus, demos[0], out, work)
+    assert figures["pretrain_steps"] == 30 and figures["pretrain_examples"] == 80
+    assert start_model(out) == str(out)
 
-    before, tokenizer = load_model(str(base_model))
-    after, _ = load_model(str(work / "pretrained"))
+    before, tokenizer = load_model(str(work / "initial"))  # the fresh model the tokenizer was trained with
+    after, _ = load_model(str(out))
     assert _passage_loss(after, tokenizer, passages[:8]) < _passage_loss(before, tokenizer, passages[:8]) - 1.0
+    # SFT starts from it
+    sft = run_sft(model, _params(max_steps=4), start_model(out), demos[0], tmp_path / "sft", tmp_path / "sft-work")
+    assert sft["steps"] == 4 and not any(name.startswith("pretrain") for name in sft)
 
-    # a rerun of the job (SFT resumes from its last checkpoint) keeps the finished pretraining as it is
-    stamp = (work / "pretrained/pretrain.json").stat().st_mtime_ns
-    again = run_sft(model, _params(max_steps=4), str(base_model), demos[0], tmp_path / "out2", work,
-                    corpus_jsonl=corpus)
-    assert (work / "pretrained/pretrain.json").stat().st_mtime_ns == stamp
-    assert again["pretrain_steps"] == figures["pretrain_steps"] and again["resumed_from_step"] == 4
+
+def test_a_base_model_that_is_a_checkpoint_is_named_not_copied(tmp_path):
+    assert build_base(ModelParams(name_or_path="/models/qwen"), tmp_path / "c.jsonl", tmp_path / "d.jsonl", tmp_path,
+                      tmp_path / "work") == {}
+    assert start_model(tmp_path) == "/models/qwen" and not (tmp_path / "work").exists()
 
 
 def test_copy_drills_repeat_title_words_set_in_passage_text_with_the_loss_on_the_repeat_only(base_model, tmp_path):

@@ -1,0 +1,53 @@
+"""The model every training stage starts from: the base stage's output folder.
+
+For ``model.name_or_path: tiny`` that is a model built here: a tokenizer
+trained on the corpus passages and the demonstrations, a freshly initialised
+small Qwen2 (:func:`searchlab.model.bootstrap_tiny`), then pretrained on the
+corpus and copy drills (:mod:`searchlab.train.pretrain`) under ``accelerate
+launch``, like SFT. A stage of its own, so that changing an ``sft`` (or later
+``rl``) param never redoes the tokenizer or the pretraining.
+
+For any other ``name_or_path`` (a Hugging Face folder, a hub id on a machine
+that reaches the hub) the folder only records which checkpoint training starts
+from (``base.json``); :func:`start_model` gives it to the trainers.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from searchlab.jsonl import iter_jsonl
+from searchlab.model import bootstrap_tiny
+from searchlab.params import ModelParams
+from searchlab.train.launch import launch
+
+POINTER = "base.json"  # in a base folder that holds no model: {"name_or_path": ...}
+
+
+def build_base(model: ModelParams, corpus_jsonl: Path, demos_jsonl: Path, out_dir: Path, work_dir: Path) -> dict:
+    """Make the starting model in ``out_dir`` (see the module doc); return its figures (``pretrain_*`` for the
+    pretraining). ``work_dir`` keeps the initial model and the pretraining checkpoints, so a rerun after a crash
+    continues the pretraining where it stopped."""
+    if model.name_or_path != "tiny":
+        (out_dir / POINTER).write_text(json.dumps({"name_or_path": model.name_or_path}) + "\n")
+        return {}
+    initial = work_dir / "initial"
+    if not (initial / "config.json").is_file():  # deterministic: a resumed run builds the same one
+        passages = (record["contents"] for _, record in iter_jsonl(corpus_jsonl))
+        demos = (demo["prompt"] + demo["completion"] for _, demo in iter_jsonl(demos_jsonl))
+        bootstrap_tiny(model.tiny, (text for source in (passages, demos) for text in source), initial)
+    if model.tiny.pretrain.epochs == 0:
+        shutil.copytree(initial, out_dir, dirs_exist_ok=True)
+        return {}
+    job = {"model": model.model_dump(mode="json"), "start": str(initial), "corpus": str(corpus_jsonl),
+           "out_dir": str(out_dir), "checkpoint_dir": str(work_dir / "pretrain-checkpoints")}
+    figures = launch("searchlab.train.pretrain_job", job, work_dir)
+    return {f"pretrain_{name}": value for name, value in figures.items()}
+
+
+def start_model(base_dir: Path) -> str:
+    """What training starts from: the base folder itself, or the checkpoint its ``base.json`` names."""
+    pointer = base_dir / POINTER
+    return json.loads(pointer.read_text())["name_or_path"] if pointer.is_file() else str(base_dir)
