@@ -167,12 +167,15 @@ def search(
         console.print(f"   {text}", highlight=False)
 
 
-def _model_path(root: Path, params: Params, model: str | None) -> str:
-    """A model folder from ``--model``: a path, ``models:/name@alias`` (the MLflow registry's folder), or data/sft."""
-    if model is None:
-        folder = root / params.runtime.data_dir / "sft"
+def _model_path(root: Path, params: Params, model: str) -> str:
+    """The model folder ``--model`` names: a model stage's output (``sft``), a folder, or ``models:/NAME@ALIAS``
+    (the registry's folder)."""
+    from tasks.registry import MODEL_STAGES
+
+    if model in MODEL_STAGES:
+        folder = root / params.runtime.data_dir / model
         if not (folder / "config.json").is_file():
-            raise _fail(f"no trained model at {folder}: run `searchlab run sft` first, or pass --model")
+            raise _fail(f"no trained model at {folder}: run `searchlab run {model}` first, or pass another --model")
         return str(folder)
     from tasks.tracking import TrackingError, model_folder
 
@@ -187,8 +190,8 @@ def _model_path(root: Path, params: Params, model: str | None) -> str:
 @app.command()
 def ask(
     question: Annotated[str, typer.Argument(help="the question")],
-    model: Annotated[Optional[str], typer.Option(
-        "--model", help="a model folder or models:/NAME@ALIAS (default: data/sft)")] = None,
+    model: Annotated[str, typer.Option(
+        "--model", help="a model stage (sft: its output folder), a model folder, or models:/NAME@ALIAS")] = "sft",
     params_file: ParamsOpt = DEFAULT_PARAMS,
     overrides: SetOpt = None,
 ) -> None:

@@ -27,7 +27,8 @@ from tasks.tracking import TrackingError, model_folder
 
 log = logging.getLogger("searchlab.evaluate")
 
-SFT = "sft"  # the model source that means the sft stage's output
+# the model stages this stage reads: a model source that names one of them means that stage's output folder
+MODEL_UPSTREAM = ("sft",)
 
 
 def _path(root: Path, given: str) -> Path:
@@ -35,27 +36,28 @@ def _path(root: Path, given: str) -> Path:
     return root / given
 
 
-def model_folders(params: Params, root: Path, sft_dir: Path) -> dict[str, Path]:
-    """``{name: folder}`` of the models ``eval.models`` names; ValueError naming the key for one that is missing."""
+def model_folders(params: Params, root: Path, stage_dirs: dict[str, Path]) -> dict[str, Path]:
+    """``{name: folder}`` of the models ``eval.models`` names: a model stage's output (``stage_dirs``), a folder or
+    a registry reference; ValueError naming the key for one that is missing."""
     folders = {}
     for index, (name, source) in enumerate(params.eval.model_sources().items()):
-        if source == SFT:
-            folders[name] = sft_dir
+        if source in stage_dirs:
+            folders[name] = stage_dirs[source]
             continue
         try:
             folder = _path(root, model_folder(source, params.tracking, root))
         except TrackingError as err:
             raise ValueError(f"eval.models.{index}: {err}") from None
         if not (folder / "config.json").is_file():
-            raise ValueError(f"eval.models.{index}: {source}: no Hugging Face model folder at {folder} "
-                             "(expected sft, a local folder with config.json, or models:/NAME@ALIAS)")
+            raise ValueError(f"eval.models.{index}: {source}: no Hugging Face model folder at {folder} (expected "
+                             f"{', '.join(MODEL_UPSTREAM)}, a local folder with config.json, or models:/NAME@ALIAS)")
         folders[name] = folder
     return folders
 
 
 def external_inputs(params: Params, root: Path) -> dict[str, Path]:
-    """What the stage reads from outside the pipeline: external benchmark files and model folders other than
-    ``sft`` (whose content its upstream fingerprint covers), by the name the params give them.
+    """What the stage reads from outside the pipeline: external benchmark files and model folders other than the
+    model stages' outputs (whose content its upstream fingerprints cover), by the name the params give them.
 
     Each benchmark file is read in full in its ``format``: a malformed one is a ValueError naming the params key,
     the file and the line now, before any stage runs, not when evaluation starts after training.
@@ -73,8 +75,8 @@ def external_inputs(params: Params, root: Path) -> dict[str, Path]:
             raise ValueError(f"eval.benchmarks.{name}.path: cannot read {path}: {err.strerror}") from None
         inputs[spec.path] = path
     sources = params.eval.model_sources()
-    folders = model_folders(params, root, sft_dir=root / params.runtime.data_dir / SFT)
-    inputs.update({sources[name]: folder for name, folder in folders.items() if sources[name] != SFT})
+    folders = model_folders(params, root, {stage: root / params.runtime.data_dir / stage for stage in MODEL_UPSTREAM})
+    inputs.update({sources[name]: folder for name, folder in folders.items() if sources[name] not in MODEL_UPSTREAM})
     return inputs
 
 
@@ -117,7 +119,7 @@ def _build(ctx: StageContext) -> dict:
 
     p = ctx.params
     benchmarks = load_benchmarks(p.eval, ctx.inputs["benchmarks"], ctx.root)
-    folders = model_folders(p, ctx.root, ctx.inputs[SFT])
+    folders = model_folders(p, ctx.root, {stage: ctx.inputs[stage] for stage in MODEL_UPSTREAM})
     loaders = {name: (lambda folder=folder: load_agent(str(folder), p.model, p.rollout))
                for name, folder in folders.items()}
     shards = len(benchmarks) * len(folders) * len(p.eval.systems)
@@ -134,7 +136,7 @@ def _build(ctx: StageContext) -> dict:
 STAGE = Stage(
     name="evaluate",
     description="Evaluate every model x system (direct, rag, agent) on the world suites and external benchmarks",
-    upstream=("index", "benchmarks", "sft"),
+    upstream=("index", "benchmarks", *MODEL_UPSTREAM),
     reads=("eval", "rollout", "retriever", "model"),
     build=_build,
     reports=("report.md", "em.png", "searches.png", "metrics.json"),

@@ -3,8 +3,8 @@
 A model stage publishes its output at one path (``data/sft/``) and every rerun replaces that folder, so a
 registry version that referenced the path would silently hand out whatever was trained last. Registration
 therefore snapshots the published folder into ``mlartifacts/models/<content hash>/`` (git-ignored, next to
-MLflow's artifacts) and registers that folder. The content hash is :func:`content_hash` of the output's files,
-the same hash as ``tasks.stage.folder_hash`` of its manifest.
+MLflow's artifacts) and registers that folder. The content hash is :func:`content_hash` of the output's files
+(their relative paths and SHA-256s, as its manifest lists them).
 
 The snapshot is made of hard links to the published files: no byte is copied, and it is safe because a stage
 never modifies its output in place (a rerun builds a new folder and renames it into place, see

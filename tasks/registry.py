@@ -8,6 +8,8 @@ from tasks.stage import Stage
 STAGES: tuple[Stage, ...] = (corpus.STAGE, index.STAGE, qa.STAGE, benchmarks.STAGE, base.STAGE, sft.STAGE,
                              evaluate.STAGE)
 BY_NAME: dict[str, Stage] = {s.name: s for s in STAGES}
+# the stages whose output is an agent model (a Model Registry version): a model source may name one of them
+MODEL_STAGES: tuple[str, ...] = tuple(s.name for s in STAGES if s.registers is not None)
 
 
 def plan(targets: list[str] | tuple[str, ...] = ()) -> list[Stage]:

@@ -40,7 +40,6 @@ from tasks.locking import StageLock
 from tasks.outputs import (
     content_hashes,
     describe_files,
-    listing_hash,
     publish,
     read_manifest,
     remember_published,
@@ -331,11 +330,6 @@ def _finish_tracking(stage: Stage, ctx: RunContext, run_id: str, out: Path, mani
         ctx.tracker.register_model(run_id, name, alias, out, manifest["files"],
                                    {"searchlab.path": rel, "searchlab.stage": stage.name,
                                     "searchlab.fingerprint": manifest["fingerprint"]})
-
-
-def folder_hash(manifest: dict[str, Any]) -> str:
-    """One hash of an output folder's content: its files' relative paths and sha256s (what DVC also tracks)."""
-    return listing_hash((rel, meta["sha256"]) for rel, meta in manifest["files"].items())
 
 
 def _cached(stage: Stage, ctx: RunContext, manifest: dict[str, Any]) -> StageResult:

@@ -85,3 +85,13 @@ def test_benchmarks_built_in_suites_sampled_then_external_files(tmp_path):
         load_benchmarks(_params("eval.suites=[world-bridge]").eval, suites, tmp_path)
     with pytest.raises(ValueError, match="no benchmark to evaluate on"):
         load_benchmarks(_params("eval.suites=[]").eval, suites, tmp_path)
+
+
+def test_every_model_stage_is_an_upstream_of_evaluate_and_a_model_source_by_its_name():
+    """A stage that makes an agent model (it registers one) is named by its stage name wherever a model is chosen
+    (`eval.models`, `searchlab ask --model`), and evaluate reads its output, so its fingerprint covers it."""
+    from tasks.evaluate import MODEL_UPSTREAM
+    from tasks.registry import MODEL_STAGES
+
+    assert MODEL_STAGES == ("sft",)
+    assert set(MODEL_STAGES) == set(MODEL_UPSTREAM) <= set(STAGE.upstream)
