@@ -1,0 +1,188 @@
+"""The reward of one search-agent episode, split into parts so training can log each.
+
+``total = outcome + format + evidence``, where
+
+* ``outcome`` is the exact match or F1 (:mod:`searchlab.scoring`, the same
+  definitions evaluation uses) of the *parsed* final answer against the golds;
+* ``format`` is ``-format_penalty`` when the episode broke the protocol (no or an
+  empty answer, an invalid action the environment had to correct, or cut off at
+  ``max_turns``), else 0; it is charged once, however many problems there are;
+* ``evidence`` is ``evidence_bonus`` when the episode's searches retrieved every
+  gold passage (:func:`searchlab.agent.samples.found_evidence`, evaluation's
+  notion), else 0; a bonus of 0 turns it off.
+
+Known reward hacks earn nothing: an answer listing several candidates ("Paris or
+London", "A, B, C") or longer than ``max_answer_words`` words gets no outcome and
+no evidence bonus, and ``hack`` says why. Only the answer the protocol parser
+extracted is ever scored, never the completion text, so the passages in
+``<information>`` blocks (which usually contain the gold) cannot earn reward.
+
+>>> r = reward("<think>t</think>\\n<answer> Paris </answer>", ["Paris"], params=RewardParams())
+>>> (r.total, r.outcome, r.format, r.evidence, r.hack)
+(1.0, 1.0, 0.0, 0.0, None)
+>>> reward("<answer> Paris or London </answer>", ["Paris"], params=RewardParams()).hack
+'several candidate answers (or)'
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from searchlab.agent.protocol import parse_trajectory
+from searchlab.agent.rollout import Rollout
+from searchlab.agent.samples import found_evidence
+from searchlab.scoring import exact_match, f1
+
+__all__ = ["RewardBreakdown", "RewardParams", "candidate_separators", "reward"]
+
+
+# TODO: moves into searchlab/params.py with the rest of the stage params once the rl stage exists.
+@dataclass(frozen=True)
+class RewardParams:
+    """How an episode is rewarded (see the module docstring for the formula).
+
+    ``metric``: "em" or "f1" for the outcome. ``format_penalty``: subtracted once
+    from an episode that broke the protocol (>= 0). ``evidence_bonus``: added when
+    the searches found every gold passage; 0 turns it off (>= 0).
+    ``max_answer_words``: answers with more whitespace-separated words are a hack
+    (unless some gold answer is itself that long).
+    """
+
+    metric: Literal["em", "f1"] = "em"
+    format_penalty: float = 0.1
+    evidence_bonus: float = 0.0
+    max_answer_words: int = 20
+
+    def __post_init__(self) -> None:
+        if self.metric not in ("em", "f1"):
+            raise ValueError(f"metric must be 'em' or 'f1', got {self.metric!r}")
+        if self.format_penalty < 0:
+            raise ValueError(f"format_penalty must be >= 0 (it is subtracted), got {self.format_penalty}")
+        if self.evidence_bonus < 0:
+            raise ValueError(f"evidence_bonus must be >= 0 (0 turns it off), got {self.evidence_bonus}")
+        if self.max_answer_words < 1:
+            raise ValueError(f"max_answer_words must be >= 1, got {self.max_answer_words}")
+
+
+@dataclass(frozen=True)
+class RewardBreakdown:
+    """One episode's reward and its parts: ``total == outcome + format + evidence``.
+
+    ``hack`` names the hack the answer was caught at (then ``outcome`` and
+    ``evidence`` are 0), or is ``None``. ``format_problems`` lists why ``format``
+    is negative (empty when it is 0).
+    """
+
+    total: float
+    outcome: float
+    format: float
+    evidence: float
+    hack: str | None = None
+    format_problems: tuple[str, ...] = ()
+
+
+# Ways an answer lists several candidates. A comma between digits ("1,000") is a
+# thousands separator, not a list.
+_SEPARATORS: dict[str, re.Pattern[str]] = {
+    "or": re.compile(r"\bor\b", re.I),
+    ",": re.compile(r"(?<!\d),|,(?!\d)"),
+    ";": re.compile(r";"),
+    "/": re.compile(r"/"),
+    "|": re.compile(r"\|"),
+    "newline": re.compile(r"\n"),
+}
+
+
+def candidate_separators(text: str) -> set[str]:
+    """The names of the candidate-list separators (see ``_SEPARATORS``) that split ``text`` into several non-empty parts.
+
+    >>> sorted(candidate_separators("Paris or London"))
+    ['or']
+    >>> candidate_separators("1,000 people")
+    set()
+    """
+    found = set()
+    for name, pattern in _SEPARATORS.items():
+        parts = [p for p in pattern.split(text) if p.strip(" \t.-")]
+        if len(parts) >= 2:
+            found.add(name)
+    return found
+
+
+def _hack(answer: str, golds: Sequence[str], params: RewardParams) -> str | None:
+    """Why ``answer`` is a reward hack, or ``None``.
+
+    A separator that some gold answer uses itself ("Paris, France", "AC/DC") is
+    allowed: the gold is not a list of candidates, so neither is its copy. The
+    word limit likewise grows to the longest gold, so a correct answer is never a hack.
+    """
+    allowed = set().union(*(candidate_separators(g) for g in golds))
+    listed = sorted(candidate_separators(answer) - allowed)
+    if listed:
+        return f"several candidate answers ({', '.join(listed)})"
+    limit = max(params.max_answer_words, *(len(g.split()) for g in golds))
+    words = len(answer.split())
+    if words > limit:
+        return f"answer too long ({words} words > {limit})"
+    return None
+
+
+def reward(
+    episode: Rollout | str,
+    answers: str | Sequence[str],
+    evidence_ids: Sequence[str] | None = None,
+    params: RewardParams | None = None,
+) -> RewardBreakdown:
+    """The reward of one episode against its gold ``answers``, with its parts.
+
+    ``episode`` is what :func:`searchlab.agent.rollout.rollout` returns (a
+    :class:`Rollout`: its parsed ``answer``, ``finished``, ``invalid_actions``
+    and ``retrieved`` ids are used), or a plain completion string, read with
+    :func:`~searchlab.agent.protocol.parse_trajectory` (its last answer; the
+    environment's invalid-action messages count as invalid actions; a string
+    cannot tell a cut-off from a missing answer, both are penalised the same).
+    A string carries no retrieved ids, so an evidence bonus with a string is a
+    ``ValueError`` rather than a silent 0. ``evidence_ids``: the gold passage
+    ids; ``None`` or empty means no bonus is possible.
+    """
+    params = params or RewardParams()
+    golds = [answers] if isinstance(answers, str) else list(answers)
+    if not golds:
+        raise ValueError("answers is empty: at least one gold answer is needed")
+    wants_evidence = params.evidence_bonus > 0 and bool(evidence_ids)
+
+    problems: list[str] = []
+    if isinstance(episode, Rollout):
+        answer = episode.answer
+        if not episode.finished:
+            problems.append("cut off at max_turns")
+        invalid = episode.invalid_actions
+    elif isinstance(episode, str):
+        if wants_evidence:
+            raise ValueError("an evidence bonus needs the retrieved passage ids: pass the Rollout, not its text")
+        trajectory = parse_trajectory(episode)
+        answer = trajectory.answer
+        invalid = sum(s.kind == "feedback" for s in trajectory.segments)
+    else:
+        raise TypeError(f"episode must be a Rollout or a completion str, got {type(episode).__name__}")
+    if answer is None or not answer.strip():
+        problems.append("no answer" if answer is None else "empty answer")
+    if invalid:
+        problems.append(f"{invalid} invalid action(s)")
+    format_part = -params.format_penalty if problems else 0.0
+
+    hack = _hack(answer, golds, params) if answer and answer.strip() else None
+    if hack is not None:
+        # Nothing positive for a hack, but it keeps a format penalty: otherwise a
+        # malformed episode would do better by listing candidates than by answering once.
+        return RewardBreakdown(format_part, 0.0, format_part, 0.0, hack, tuple(problems))
+
+    score = exact_match if params.metric == "em" else f1
+    outcome = score(answer, golds) if answer and answer.strip() else 0.0
+    evidence = 0.0
+    if wants_evidence and isinstance(episode, Rollout) and found_evidence(episode, evidence_ids):
+        evidence = params.evidence_bonus
+    return RewardBreakdown(outcome + format_part + evidence, outcome, format_part, evidence, None, tuple(problems))
