@@ -395,21 +395,15 @@ def _port_free(host: str, port: int) -> bool:
             return False
 
 
-def _wait_for(url: str, proc, what: str, timeout_s: float = 120) -> None:
-    """Wait until ``url`` answers; fail naming ``what`` (and its log) if ``proc`` exits first or time runs out."""
-    import urllib.request
+def _wait_for(url: str, server, what: str, timeout_s: float = 120) -> None:
+    """Wait until ``url`` answers; fail naming ``what`` and its log if ``server`` exits first or time runs out."""
+    from flows.runtime import wait_for_health
 
-    log = f"; see {proc.log}" if getattr(proc, "log", None) else ""
-    deadline = time.time() + timeout_s
-    while time.time() < deadline:
-        if proc.poll() is not None:
-            raise _fail(f"{what} exited with code {proc.returncode} (is the port in use?){log}")
-        try:
-            with urllib.request.urlopen(url, timeout=1):
-                return
-        except OSError:
-            time.sleep(0.5)
-    raise _fail(f"{what} did not answer at {url} within {timeout_s:.0f} s{log}")
+    if wait_for_health(url, server, timeout_s):
+        return
+    if server.poll() is not None:
+        raise _fail(f"{what} exited with code {server.returncode} (is the port in use?); see {server.log}")
+    raise _fail(f"{what} did not answer at {url} within {timeout_s:.0f} s; see {server.log}")
 
 
 @app.command()

@@ -11,7 +11,7 @@ from prefect.runtime import deployment, flow_run
 from flows.serving import check_deployment_run
 from searchlab.params import flatten, load_params
 from tasks.dvc import record_outputs, write_effective_params
-from tasks.registry import STAGES, plan
+from tasks.registry import STAGES, check_force, plan
 from tasks.run import stage_task
 from tasks.stage import RunContext, StageResult, cached_stages, check_external
 from tasks.tracking import Tracker
@@ -42,9 +42,7 @@ def pipeline(params_file: str = "params/default.yaml", overrides: list[str] | No
         check_deployment_run(root_path, params_file, overrides or [])
     params = load_params(root_path / params_file, overrides or [])
     todo = plan(stages or [])
-    unknown = set(force or []) - {s.name for s in todo}
-    if unknown:
-        raise ValueError(f"--force {', '.join(sorted(unknown))}: not among the stages of this run")
+    check_force(force or [], todo)  # the CLI checked it already; a run from the Prefect UI did not
     check_external(todo, params, root_path)  # a missing external file fails now, not after the stages before it
     tracker = Tracker(params.tracking, root_path)
     commit = git_commit(root_path)

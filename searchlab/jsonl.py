@@ -56,15 +56,13 @@ def read_lines(path: Path | str) -> Iterator[tuple[int, str]]:
 def iter_jsonl(path: Path | str) -> Iterator[tuple[int, Any]]:
     """Yield ``(line_number, record)`` for each non-blank line; a line that is not JSON (or not UTF-8) raises
     :class:`RecordError`."""
-    with open(path, "rb") as f:
-        for number, raw in enumerate(f, start=1):
-            line = decode_line(path, number, raw)
-            if not line.strip():
-                continue
-            try:
-                yield number, json.loads(line)
-            except json.JSONDecodeError as err:
-                raise RecordError(path, number, f"not valid JSON ({err.msg} at column {err.colno})") from None
+    for number, line in read_lines(path):
+        if not line.strip():
+            continue
+        try:
+            yield number, json.loads(line)
+        except json.JSONDecodeError as err:
+            raise RecordError(path, number, f"not valid JSON ({err.msg} at column {err.colno})") from None
 
 
 def read_jsonl(path: Path | str) -> list[Any]:

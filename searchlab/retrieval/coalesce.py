@@ -39,11 +39,10 @@ def take_within(queue: list[T], cap: int, cost: Callable[[T], int]) -> tuple[lis
 
 
 class _Call:
-    __slots__ = ("queries", "k", "hits", "result", "error", "done")
+    __slots__ = ("queries", "k", "result", "error", "done")
 
     def __init__(self, queries: list[str], k: int):
         self.queries, self.k = queries, k
-        self.hits = len(queries) * k  # at most: what the cap counts
         self.result = self.error = None
         self.done = False
 
@@ -74,7 +73,7 @@ class Coalescer:
                     continue
                 self._busy = True
                 # our own call may stay queued: then we lead again once this batch is done
-                batch, self._queue = take_within(self._queue, self.max_hits, lambda c: c.hits)
+                batch, self._queue = take_within(self._queue, self.max_hits, lambda c: len(c.queries) * c.k)
                 self._cond.release()
                 try:
                     self._run(batch)
