@@ -121,6 +121,7 @@ class RetrieverParams(Section):
 # ---------------------------------------------------------------- qa synthesis
 QuestionType = Literal["single", "bridge", "compare", "compose", "oblique"]
 QUESTION_TYPES: tuple[str, ...] = ("single", "bridge", "compare", "compose", "oblique")
+Bucket = Literal["easy", "medium", "hard"]  # difficulty buckets, as searchlab.synth.generate.BUCKETS (a test checks)
 
 
 class SolverParams(Section):
@@ -329,6 +330,100 @@ class SFTParams(Section):
         return self
 
 
+# ---------------------------------------------------------------- rl
+CurriculumKind = Literal["difficulty", "sec", "noise"]
+
+
+class RewardParams(Section):
+    """How an RL episode is rewarded: outcome of the parsed answer, format penalty, evidence bonus, hack guards."""
+
+    metric: Literal["em", "f1"] = Field("em", description="outcome of the parsed <answer>: exact match or token F1")
+    format_penalty: float = Field(0.1, ge=0, description="subtracted once from an episode that broke the protocol "
+                                                         "(no answer, an invalid action, cut off at max_turns)")
+    evidence_bonus: float = Field(0.0, ge=0, description="added when the searches retrieved every gold passage; "
+                                                         "0: off")
+    max_answer_words: int = Field(20, ge=1, description="a longer answer is a reward hack and earns nothing")
+
+
+class DifficultyCurriculumParams(Section):
+    """``difficulty``: easy → medium → hard, advancing when the current bucket's success rate is high enough."""
+
+    advance_at: float = Field(0.6, gt=0, le=1, description="success rate (mean EM over the window) that advances")
+    window: int = Field(64, ge=1, description="episodes of the current level the success rate is measured over")
+    replay: float = Field(0.2, ge=0, le=1, description="share of questions drawn from easier, unlocked levels")
+
+
+class SECParams(Section):
+    """``sec``: Self-Evolving Curriculum, a bandit over (type, bucket) arms rewarded by mean |advantage|."""
+
+    alpha: float = Field(0.5, gt=0, le=1, description="TD(0) step size of the arms' values")
+    temperature: float = Field(1.0, gt=0, description="Boltzmann temperature of the arm draw")
+
+
+class NoiseCurriculumParams(Section):
+    """``noise``: ZeroSearch's schedule of distractor passages, p_i = p_s + (b^(i/m) - 1)/(b - 1)·(p_e - p_s)."""
+
+    start: float = Field(0.0, ge=0, le=1, description="p_s: the share of passages replaced at the first step")
+    end: float = Field(0.5, ge=0, le=1, description="p_e: the share at the last step")
+    base: float = Field(2.0, gt=1, description="b: the curve's base (larger: noise rises later)")
+
+
+class RLParams(Section):
+    """Curriculum RL: TRL's GRPOTrainer over the agent's own multi-turn search episodes, starting from sft."""
+
+    steps: int = Field(60, ge=1, description="optimizer steps; each rolls out a fresh batch")
+    questions_per_step: int = Field(8, ge=1, description="distinct training questions per step (per process)")
+    num_generations: int = Field(4, ge=2, description="episodes per question: the GRPO group")
+    learning_rate: float = Field(1e-4, gt=0)
+    warmup_ratio: float = Field(0.0, ge=0, lt=1)
+    max_grad_norm: float = Field(1.0, gt=0)
+    temperature: float = Field(1.0, gt=0, description="sampling temperature of the training rollouts (the loss's "
+                                                      "log-probabilities use the same)")
+    loss_type: Literal["grpo", "dr_grpo", "dapo", "bnpo", "cispo", "sapo"] = Field(
+        "grpo", description="TRL's GRPO loss aggregation")
+    scale_rewards: Literal["group", "batch", "none"] = Field("group", description="TRL's reward scaling")
+    beta: float = Field(0.0, ge=0, description="KL coefficient to the starting (sft) policy; 0 loads no reference")
+    epsilon: float = Field(0.2, gt=0, description="PPO clip range (lower side)")
+    epsilon_high: float | None = Field(None, gt=0, description="upper clip range (DAPO's clip-higher); null: epsilon")
+    num_iterations: int = Field(1, ge=1, description="optimizer passes over each rolled-out batch")
+    estimator: Literal["grpo", "stratified", "igpo"] = Field(
+        "grpo", description="grpo: TRL's group advantage; stratified: Stratified GRPO (strata of equal search "
+                            "count); igpo: plus IGPO's turn-level information gain")
+    stratified_alpha: float = Field(0.5, ge=0, le=1, description="Stratified GRPO's blend: alpha·stratified + "
+                                                                  "(1 - alpha)·global")
+    igpo_weight: float = Field(1.0, ge=0, description="IGPO: weight of a turn's information gain in its advantage")
+    reward: RewardParams = RewardParams()
+    buckets: list[Bucket] = Field(default_factory=lambda: ["easy", "medium", "hard"],
+                                  description="difficulty buckets RL trains on (DeReason's split with sft.buckets)")
+    curriculum: list[CurriculumKind] = Field(default_factory=list, description="any of difficulty, sec, noise; "
+                                                                               "[]: questions drawn uniformly")
+    difficulty: DifficultyCurriculumParams = DifficultyCurriculumParams()
+    sec: SECParams = SECParams()
+    noise: NoiseCurriculumParams = NoiseCurriculumParams()
+    seed: int = 0
+    save_steps: int = Field(10, ge=1, description="checkpoint every this many steps (the unit of resume)")
+    logging_steps: int = Field(1, ge=1)
+    samples: int = Field(100, ge=0, description="held-out questions the trained agent answers after training")
+    use_vllm: bool = Field(False, description="roll out with TRL's colocated vLLM engine (CUDA machines only)")
+    vllm_gpu_memory_utilization: float = Field(0.3, gt=0, le=1)
+    threads: int | None = Field(None, ge=1, description="torch threads on a CPU; null: torch's default")
+    num_processes: int | None = Field(None, ge=1, description="training processes (one per GPU); null: as sft")
+    accelerate_config: str | None = Field(None, description="an accelerate config file, relative to the root")
+    registry_name: str = Field("searchlab-agent", description="MLflow registered model the policy becomes a "
+                                                               "version of")
+    registry_alias: str = Field("rl", description="alias pointed at the newest version")
+
+    @model_validator(mode="after")
+    def _check(self) -> "RLParams":
+        if self.registry_alias.lower() == "latest":
+            raise ValueError("rl.registry_alias: 'latest' is reserved by MLflow; choose another alias")
+        if not self.buckets:
+            raise ValueError("rl.buckets: name at least one of easy, medium, hard")
+        if len(set(self.curriculum)) != len(self.curriculum):
+            raise ValueError(f"rl.curriculum: each kind once, got {self.curriculum}")
+        return self
+
+
 # ---------------------------------------------------------------- evaluation
 # Kept equal to searchlab.eval.benchmarks.FORMATS and searchlab.eval.systems.SYSTEMS (a test checks): the schema
 # cannot import the evaluation library, which pulls in torch.
@@ -395,8 +490,8 @@ class EvalParams(Section):
     benchmarks: dict[str, BenchmarkFileParams] = Field(
         default_factory=dict, description="external benchmark files by name: {path, format, sample, seed}")
     models: list[str | EvalModelParams] = Field(
-        default_factory=lambda: ["sft"], description="sft (the sft stage's output), a local Hugging Face folder, "
-                                                     "models:/NAME@ALIAS, or {name, source} to name one")
+        default_factory=lambda: ["sft", "rl"], description="sft or rl (a model stage's output), a local Hugging "
+                                                           "Face folder, models:/NAME@ALIAS, or {name, source}")
     systems: list[EvalSystem] = Field(default_factory=lambda: ["direct", "rag", "agent"])
     resamples: int = Field(2000, ge=1, description="bootstrap resamples of the 95% intervals and paired tests")
     seed: int = Field(0, description="seed of the built-in suites' sample and of the bootstrap")
@@ -473,6 +568,7 @@ class Params(Section):
     model: ModelParams = ModelParams()
     rollout: RolloutParams = RolloutParams()
     sft: SFTParams = SFTParams()
+    rl: RLParams = RLParams()
     eval: EvalParams = EvalParams()
     tracking: TrackingParams = TrackingParams()
     runtime: RuntimeParams = RuntimeParams()

@@ -28,7 +28,7 @@ from tasks.tracking import TrackingError, model_folder
 log = logging.getLogger("searchlab.evaluate")
 
 # the model stages this stage reads: a model source that names one of them means that stage's output folder
-MODEL_UPSTREAM = ("sft",)
+MODEL_UPSTREAM = ("sft", "rl")
 
 
 def _path(root: Path, given: str) -> Path:

@@ -29,7 +29,7 @@ def _build(ctx: StageContext) -> dict:
     config = str(ctx.root / p.sft.accelerate_config) if p.sft.accelerate_config else None
     figures = run_sft(p.model, p.sft, start_model(ctx.inputs["base"]), demos, ctx.out_dir, ctx.work_dir, config,
                       corpus)
-    return {**figures, **_sample_trajectories(ctx)}
+    return {**figures, **sample_trajectories(ctx, p.sft.samples, p.sft.seed, "SFT")}
 
 
 def warn_if_turns_fall_short(demos: Path, rollout: RolloutParams) -> int:
@@ -47,18 +47,18 @@ def warn_if_turns_fall_short(demos: Path, rollout: RolloutParams) -> int:
     return most
 
 
-def _sample_trajectories(ctx: StageContext) -> dict:
-    """Roll the trained agent out on ``sft.samples`` held-out questions; protocol rates as ``protocol.*`` counts."""
+def sample_trajectories(ctx: StageContext, count: int, seed: int, who: str) -> dict:
+    """Roll the stage's trained agent out on ``count`` held-out questions; protocol rates as ``protocol.*`` counts."""
     p = ctx.params
-    questions = spread_sample(read_jsonl(ctx.inputs["qa"] / "heldout.jsonl"), p.sft.samples, p.sft.seed)
+    questions = spread_sample(read_jsonl(ctx.inputs["qa"] / "heldout.jsonl"), count, seed)
     if not questions:
         return {}
     model, tokenizer = load_agent(str(ctx.out_dir), p.model, p.rollout)
     with open_retriever(p.retriever, ctx.inputs["index"]) as retriever:
         rates = write_samples(model, tokenizer, retriever, questions, p.rollout, ctx.out_dir,
-                              f"The SFT agent on {len(questions)} held-out questions")
-    log.info("sft: on %d held-out questions the agent searched in %.0f%%, well-formed %.0f%%, found the evidence "
-             "%.0f%%, answered %.0f%% (exact match %.0f%%)", len(questions), 100 * rates["searched"],
+                              f"The {who} agent on {len(questions)} held-out questions")
+    log.info("%s: on %d held-out questions the agent searched in %.0f%%, well-formed %.0f%%, found the evidence "
+             "%.0f%%, answered %.0f%% (exact match %.0f%%)", ctx.name, len(questions), 100 * rates["searched"],
              100 * rates["well_formed"], 100 * rates["found_evidence"], 100 * rates["answered"],
              100 * rates["exact_match"])
     return {f"protocol.{name}": value for name, value in rates.items()}

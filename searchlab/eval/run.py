@@ -36,6 +36,19 @@ from searchlab.params import RolloutParams
 COMPARISONS = (("agent", "rag"), ("agent", "direct"))
 
 
+def comparisons(models: Sequence[str], systems: Sequence[str]) -> list[tuple[str, str]]:
+    """The paired tests, as ``(a, b)`` system keys: within each model :data:`COMPARISONS`, then every later model
+    against the first with the same system (``rl/agent`` vs ``sft/agent``: did training beyond the first help?).
+
+    >>> comparisons(["sft", "rl"], ["agent"])
+    [('rl/agent', 'sft/agent')]
+    """
+    pairs = [(f"{name}/{a}", f"{name}/{b}") for name in models for a, b in COMPARISONS
+             if a in systems and b in systems]
+    pairs += [(f"{later}/{system}", f"{models[0]}/{system}") for later in models[1:] for system in systems]
+    return pairs
+
+
 def _shard(path: Path, compute: Callable[[], dict]) -> dict:
     """The shard's ``{"records", "seconds"}``: read back if a previous run finished it, else computed and saved."""
     if path.is_file():
@@ -99,10 +112,8 @@ def run_evaluation(models: Mapping[str, Callable[[], tuple[Any, Any]]], systems:
         results["benchmarks"][benchmark] = {
             "questions": len(questions),
             "systems": {key: summarize(records, resamples, seed) for key, records in records_by_key.items()},
-            "comparisons": {f"{name}/{a} vs {name}/{b}": compare(records_by_key[f"{name}/{a}"],
-                                                                records_by_key[f"{name}/{b}"], "em", resamples, seed)
-                            for name in models for a, b in COMPARISONS
-                            if f"{name}/{a}" in records_by_key and f"{name}/{b}" in records_by_key},
+            "comparisons": {f"{a} vs {b}": compare(records_by_key[a], records_by_key[b], "em", resamples, seed)
+                            for a, b in comparisons(list(models), systems) if a in records_by_key and b in records_by_key},
         }
         search_counts[benchmark] = {key: [r["searches"] for r in records] for key, records in records_by_key.items()}
     results["throughput"] = {key: {"questions_per_s": round(n / seconds, 3) if seconds else 0.0}

@@ -29,42 +29,14 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
 
 from searchlab.agent.protocol import parse_trajectory
 from searchlab.agent.rollout import Rollout
 from searchlab.agent.samples import found_evidence
+from searchlab.params import RewardParams
 from searchlab.scoring import exact_match, f1
 
 __all__ = ["RewardBreakdown", "RewardParams", "candidate_separators", "reward"]
-
-
-# TODO: moves into searchlab/params.py with the rest of the stage params once the rl stage exists.
-@dataclass(frozen=True)
-class RewardParams:
-    """How an episode is rewarded (see the module docstring for the formula).
-
-    ``metric``: "em" or "f1" for the outcome. ``format_penalty``: subtracted once
-    from an episode that broke the protocol (>= 0). ``evidence_bonus``: added when
-    the searches found every gold passage; 0 turns it off (>= 0).
-    ``max_answer_words``: answers with more whitespace-separated words are a hack
-    (unless some gold answer is itself that long).
-    """
-
-    metric: Literal["em", "f1"] = "em"
-    format_penalty: float = 0.1
-    evidence_bonus: float = 0.0
-    max_answer_words: int = 20
-
-    def __post_init__(self) -> None:
-        if self.metric not in ("em", "f1"):
-            raise ValueError(f"metric must be 'em' or 'f1', got {self.metric!r}")
-        if self.format_penalty < 0:
-            raise ValueError(f"format_penalty must be >= 0 (it is subtracted), got {self.format_penalty}")
-        if self.evidence_bonus < 0:
-            raise ValueError(f"evidence_bonus must be >= 0 (0 turns it off), got {self.evidence_bonus}")
-        if self.max_answer_words < 1:
-            raise ValueError(f"max_answer_words must be >= 1, got {self.max_answer_words}")
 
 
 @dataclass(frozen=True)

@@ -62,10 +62,11 @@ def test_run_then_dvc_status_clean_repro_noop_and_push_wipe_pull_all_cached(pref
     assert "sft/agent" in metrics["benchmarks"]["world-single"]["systems"]
 
     _sh(project, dvc, "push", env=env)
-    for folder in ("data/corpus", "data/index", "data/qa", "data/benchmarks", "data/base", "data/sft", "data/evaluate", "data/.work",
+    for folder in ("data/corpus", "data/index", "data/qa", "data/benchmarks", "data/base", "data/sft", "data/rl",
+                   "data/evaluate", "data/.work",
                    ".dvc/cache"):
         shutil.rmtree(project / folder, ignore_errors=True)
     _sh(project, dvc, "pull", env=env)
     again = run_cli(project, "run", "--params", "params/smoke.yaml", env=env)
     table = [line for line in again.stdout.splitlines() if line.strip().startswith("│")]
-    assert sum("cached" in line for line in table) == 7 and not any("computed" in line for line in table)
+    assert sum("cached" in line for line in table) == 8 and not any("computed" in line for line in table)

@@ -1,0 +1,303 @@
+"""GRPO over the agent's own multi-turn search episodes: TRL's ``GRPOTrainer`` fed by this project's rollouts.
+
+TRL's ``rollout_func`` hook replaces its single-turn generation with
+:func:`searchlab.agent.rollout.rollout` (the same batched multi-turn loop that
+evaluation runs), and a thin subclass, :class:`SearchGRPOTrainer`, adds what the
+hook cannot: the curriculum's update from each batch's outcomes, the Stratified
+GRPO and IGPO advantages (TRL computes its group advantage inline, with no
+hook), and the curriculum's state in every checkpoint.
+
+The dataset the trainer iterates over is a list of *slots*: which question a
+slot holds is decided when it is rolled out, by the curriculum
+(:class:`searchlab.rl.curriculum.Curriculum`) from the step number and its own
+state. That keeps the curriculum online (it sees every step's outcomes) and
+resumable (its state is saved with the checkpoint, its draws are seeded by the
+step).
+
+Masks: ``Rollout.env_mask`` is 1 on environment tokens; TRL's ``env_mask`` is
+1 on *model* tokens (the loss uses ``completion_mask × env_mask``), so
+:func:`trl_batch` inverts it. A finished episode ends with its ``</answer>``
+turn; an EOS token is appended to it (masked: the model never sampled it) so
+TRL does not count it as truncated; an episode cut off at ``max_turns`` has no
+EOS and is logged as clipped, but keeps its (penalised) reward in the loss.
+Rewards read the parsed ``<answer>`` of each :class:`~searchlab.agent.rollout.Rollout`
+(:mod:`searchlab.rl.rewards`), never the decoded completion, which contains the
+retrieved passages.
+
+Decoding: rollouts sample at ``rl.temperature`` with top-p 1 and without
+``rollout.extractive_answers``: the extractive constraint masks logits, so the
+tokens it lets through are not samples of the policy whose log-probabilities
+the loss computes. TRL computes the log-probabilities at the same temperature.
+Every step rolls out with its own seed (``rl.seed`` and the step).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from searchlab.agent.protocol import ANSWER_OPEN
+from searchlab.agent.rollout import Rollout, rollout
+from searchlab.agent.samples import trajectory_record
+from searchlab.jsonl import write_jsonl
+from searchlab.params import RLParams, RolloutParams
+from searchlab.rl.advantages import (
+    igpo_token_advantages,
+    information_gains,
+    stratified_grpo_advantages,
+    turn_index,
+)
+from searchlab.rl.curriculum import Curriculum, NoisyRetriever
+from searchlab.rl.rewards import RewardBreakdown, reward
+
+log = logging.getLogger("searchlab.rl")
+
+CURRICULUM_FILE = "curriculum.json"  # the curriculum's state, in every checkpoint folder
+
+
+def trl_batch(episodes: Sequence[Rollout], eos_id: int) -> dict[str, list]:
+    """The episodes as ``rollout_func`` returns them to TRL: ids, and ``env_mask`` 1 on the model's own tokens.
+
+    A finished episode gets ``eos_id`` appended with mask 0 (see the module docstring).
+    """
+    completion_ids, masks = [], []
+    for e in episodes:
+        ids, mask = list(e.completion_ids), [1 - m for m in e.env_mask]
+        if e.finished and (not ids or ids[-1] != eos_id):
+            ids.append(eos_id)
+            mask.append(0)
+        completion_ids.append(ids)
+        masks.append(mask)
+    return {"prompt_ids": [list(e.prompt_ids) for e in episodes], "completion_ids": completion_ids,
+            "logprobs": None, "env_mask": masks}
+
+
+def training_rollout_params(rollout_params: RolloutParams, rl: RLParams, step: int, batch_size: int,
+                            rank: int = 0) -> RolloutParams:
+    """The rollout settings of RL step ``step``: sampling at ``rl.temperature``, no extractive constraint, own seed."""
+    return rollout_params.model_copy(update={
+        "temperature": rl.temperature, "top_p": 1.0, "extractive_answers": False, "batch_size": batch_size,
+        "seed": (rl.seed * 1_000_003 + step) * 64 + rank, "engine": "hf"})
+
+
+@dataclass
+class StepBatch:
+    """One step's local episodes: the questions (each repeated per generation), episodes and their rewards."""
+
+    step: int
+    questions: list[dict]
+    episodes: list[Rollout]
+    rewards: list[RewardBreakdown] = field(default_factory=list)
+
+
+class SearchEpisodes:
+    """The environment side of RL: draws a step's questions, rolls them out, scores them.
+
+    ``questions`` are the qa stage's training questions; ``retriever`` is the
+    real one; ``distractors`` the (id, contents) pool the noise curriculum draws
+    replacement passages from. ``trajectory_dir``: where the main process keeps
+    the episodes of every ``keep_every``-th step (``step-N.jsonl``, rewritten
+    identically when a resumed run repeats a step).
+    """
+
+    def __init__(self, tokenizer, retriever, curriculum: Curriculum, rollout_params: RolloutParams, rl: RLParams,
+                 distractors: Sequence[tuple[str, str]] = (), trajectory_dir: Path | None = None,
+                 keep_every: int = 1) -> None:
+        self.tokenizer, self.retriever, self.curriculum = tokenizer, retriever, curriculum
+        self.rollout_params, self.rl = rollout_params, rl
+        self.distractors = list(distractors)
+        self.trajectory_dir, self.keep_every = trajectory_dir, keep_every
+        self.last: StepBatch | None = None
+        self.timings: dict[str, float] = {"rollout": 0.0, "reward": 0.0}
+
+    # -- TRL's rollout_func
+    def rollout_func(self, prompts: list, trainer) -> dict[str, list]:
+        """Roll out this step's questions, ``num_generations`` episodes each (TRL repeats each slot that often)."""
+        generations = trainer.num_generations
+        if len(prompts) % generations:
+            raise ValueError(f"{len(prompts)} prompts are not whole groups of {generations}")
+        step, rank, world = trainer.state.global_step, trainer.accelerator.process_index, trainer.accelerator.num_processes
+        per_process = len(prompts) // generations
+        chosen = self.curriculum.select(step, per_process * world)[rank * per_process:(rank + 1) * per_process]
+        questions = [q for q in chosen for _ in range(generations)]
+        retriever = self.retriever
+        noise = self.curriculum.noise_probability(step)
+        if noise > 0:
+            retriever = NoisyRetriever(self.retriever, self.distractors, noise, seed=self.rl.seed * 7919 + step)
+        params = training_rollout_params(self.rollout_params, self.rl, step, len(questions), rank)
+        started = time.perf_counter()
+        episodes = self._rollout(trainer, retriever, [q["question"] for q in questions], params)
+        self.timings["rollout"] += time.perf_counter() - started
+        self.last = StepBatch(step, questions, episodes)
+        for name, value in self.curriculum.metrics(step).items():
+            trainer._log_metric(name, value)
+        if noise > 0:
+            trainer._log_metric("curriculum/noise_replaced", retriever.replaced / max(retriever.total, 1))
+        return trl_batch(episodes, self.tokenizer.eos_token_id)
+
+    def _rollout(self, trainer, retriever, questions: list[str], params: RolloutParams) -> list[Rollout]:
+        if trainer.use_vllm:  # TRL synced the policy's weights into its colocated engine before calling us
+            return rollout(trainer.vllm_generation.llm, self.tokenizer, retriever, questions,
+                           params.model_copy(update={"engine": "vllm"}))
+        from trl.models import unwrap_model_for_generation
+
+        with unwrap_model_for_generation(trainer.model_wrapped, trainer.accelerator,
+                                         gather_deepspeed3_params=trainer.args.ds3_gather_for_generation) as model:
+            was_training = model.training
+            model.eval()
+            try:
+                return rollout(model, self.tokenizer, retriever, questions, params)
+            finally:
+                model.train(was_training)
+
+    # -- TRL's reward function
+    def reward_func(self, prompts, completions, **kwargs) -> list[float]:
+        """The total reward of each of the last step's episodes (its parts are logged as metrics)."""
+        batch = self.last
+        if batch is None or len(batch.episodes) != len(completions):
+            raise RuntimeError("reward_func was called without the episodes of this step's rollout_func")
+        started = time.perf_counter()
+        batch.rewards = [reward(e, q["answers"], q.get("evidence"), self.rl.reward)
+                         for e, q in zip(batch.episodes, batch.questions)]
+        self.timings["reward"] += time.perf_counter() - started
+        log_metric = kwargs["log_metric"]
+        for name, value in episode_metrics(batch).items():
+            log_metric(name, value)
+        self._keep_trajectories(batch, kwargs.get("trainer_state"))
+        return [r.total for r in batch.rewards]
+
+    reward_func.__name__ = "search_reward"  # TRL names the reward's metrics after the function
+
+    def _keep_trajectories(self, batch: StepBatch, state) -> None:
+        if self.trajectory_dir is None or batch.step % self.keep_every or not getattr(state, "is_world_process_zero",
+                                                                                       True):
+            return
+        records = []
+        for e, q, r in zip(batch.episodes, batch.questions, batch.rewards):
+            records.append({"step": batch.step, **trajectory_record(e, q), "reward": r.total, "outcome": r.outcome,
+                            "format": r.format, "hack": r.hack, "bucket": q.get("features", {}).get("bucket")})
+        self.trajectory_dir.mkdir(parents=True, exist_ok=True)
+        write_jsonl(self.trajectory_dir / f"step-{batch.step:06d}.jsonl", records)
+
+
+def episode_metrics(batch: StepBatch) -> dict[str, float]:
+    """Means over a step's episodes: reward parts, EM, format rate, searches, turns, answered and hack shares."""
+    n = len(batch.episodes)
+    rewards, episodes = batch.rewards, batch.episodes
+
+    def mean(values) -> float:
+        return float(sum(values)) / n if n else 0.0
+
+    return {
+        "episode/outcome": mean(r.outcome for r in rewards),
+        "episode/format_ok": mean(r.format == 0 for r in rewards),
+        "episode/evidence": mean(r.evidence > 0 for r in rewards),
+        "episode/hack": mean(r.hack is not None for r in rewards),
+        "episode/answered": mean(e.answer is not None for e in episodes),
+        "episode/searches": mean(len(e.searches) for e in episodes),
+        "episode/turns": mean(e.turns for e in episodes),
+        "episode/generated_tokens": mean(e.generated_tokens for e in episodes),
+    }
+
+
+def _trainer_class():
+    """:class:`SearchGRPOTrainer`, defined on first use: importing TRL is slow, and this module is imported cheaply."""
+    from accelerate.utils import gather_object
+    from trl import GRPOTrainer
+
+    class SearchGRPOTrainer(GRPOTrainer):
+        """``GRPOTrainer`` plus the curriculum's updates, the seeds' estimators and resumable curriculum state."""
+
+        def __init__(self, *args, episodes: SearchEpisodes, rl: RLParams, **kwargs) -> None:
+            self.episodes, self.rl = episodes, rl
+            super().__init__(*args, rollout_func=episodes.rollout_func, reward_funcs=[episodes.reward_func],
+                             **kwargs)
+
+        def _generate_and_score_completions(self, inputs):
+            output = super()._generate_and_score_completions(inputs)
+            batch = self.episodes.last
+            generations = self.num_generations
+            rank, local = self.accelerator.process_index, len(batch.episodes)
+            rewards = gather_object([r.total for r in batch.rewards])
+            if self.rl.estimator == "stratified":
+                searches = gather_object([len(e.searches) for e in batch.episodes])
+                advantages = stratified_grpo_advantages(rewards, searches, generations, self.rl.stratified_alpha)
+                output["advantages"] = advantages[rank * local:(rank + 1) * local].to(output["advantages"].device)
+            flat = output["advantages"]
+            if self.rl.estimator == "igpo":
+                output["advantages"] = flat[:, None] + self._information_gain_advantages(batch, output).to(flat.device)
+            self._update_curriculum(batch, flat)
+            return output
+
+        def _information_gain_advantages(self, batch: StepBatch, output: dict) -> torch.Tensor:
+            """IGPO's per-token additions: each searching turn gets the information gain of the block it brought."""
+            mask = output["completion_mask"]
+            if "tool_mask" in output:
+                mask = mask * output["tool_mask"]
+            mask = mask.cpu()
+            model = self.accelerator.unwrap_model(self.model)
+            gains = []
+            was_training = model.training
+            model.eval()
+            try:
+                for e, q, row in zip(batch.episodes, batch.questions, mask):
+                    answer = f"{ANSWER_OPEN} {q['answers'][0]}"
+                    width = len(e.completion_ids)  # the episode's own tokens (no appended EOS, no padding)
+                    gains.append(information_gains(model, self.episodes.tokenizer, e.prompt_ids, e.completion_ids,
+                                                   [1 - m for m in e.env_mask], answer).tolist() if width else [])
+            finally:
+                model.train(was_training)
+            adds = igpo_token_advantages(gains, turn_index(mask), mask, self.rl.igpo_weight)
+            flat_gains = [g for row in gains for g in row]
+            self._log_metric("igpo/mean_gain", sum(flat_gains) / len(flat_gains) if flat_gains else 0.0)
+            return adds
+
+        def _update_curriculum(self, batch: StepBatch, advantages: torch.Tensor) -> None:
+            """Report each question's group outcome and mean |advantage| (all processes') to the curriculum."""
+            generations = self.num_generations
+            questions = gather_object(batch.questions[::generations])
+            outcome = gather_object([r.outcome for r in batch.rewards])
+            spread = gather_object(advantages.abs().tolist())
+            groups = range(len(questions))
+            success = [sum(outcome[g * generations:(g + 1) * generations]) / generations for g in groups]
+            magnitude = [sum(spread[g * generations:(g + 1) * generations]) / generations for g in groups]
+            self.episodes.curriculum.update(batch.step, questions, success, magnitude)
+
+        def _save_checkpoint(self, model, trial):
+            # written before the Trainer's own files: trainer_state.json, written last, marks the checkpoint complete
+            from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
+
+            folder = Path(self.args.output_dir) / f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}"
+            if self.is_world_process_zero():
+                folder.mkdir(parents=True, exist_ok=True)
+                (folder / CURRICULUM_FILE).write_text(json.dumps(self.episodes.curriculum.state_dict()))
+            return super()._save_checkpoint(model, trial)
+
+    return SearchGRPOTrainer
+
+
+def load_curriculum_state(curriculum: Curriculum, checkpoint: str | None) -> None:
+    """Restore the curriculum saved in ``checkpoint`` (a run resumed there continues its curriculum)."""
+    if checkpoint is None:
+        return
+    path = Path(checkpoint) / CURRICULUM_FILE
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: the checkpoint has no curriculum state; delete the checkpoint to restart")
+    curriculum.load_state_dict(json.loads(path.read_text()))
+
+
+def make_trainer(**kwargs: Any):
+    """A :class:`SearchGRPOTrainer` (see :func:`_trainer_class`); keyword arguments as ``GRPOTrainer``'s plus
+    ``episodes`` and ``rl``."""
+    import os
+
+    # TRL warns that rollout_func is experimental; the pinned TRL version is the one this module was checked on
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    return _trainer_class()(**kwargs)

@@ -1,0 +1,202 @@
+"""The rl stage's training run: GRPO from the sft policy on the qa stage's training questions, resumable.
+
+:func:`run_rl` runs :func:`train_rl` under ``accelerate launch`` (one process
+per device, as SFT does); :func:`train_rl` builds the curriculum, the episodes
+and :mod:`searchlab.rl.grpo`'s trainer, resumes from the newest complete
+checkpoint (weights, optimizer, scheduler, RNG states and the curriculum's
+state), trains ``rl.steps`` steps and writes the policy with its tokenizer,
+``train_log.jsonl``, ``curriculum.jsonl``, ``trajectories.jsonl`` and
+``curves.png`` to the output folder.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from pathlib import Path
+
+from searchlab.jsonl import iter_jsonl, read_jsonl, write_jsonl
+from searchlab.params import ModelParams, RLParams, RolloutParams
+from searchlab.rl.curriculum import Curriculum
+from searchlab.train.common import resume_point, run_figures, tokens_seen, trainer_settings
+from searchlab.train.launch import launch
+
+log = logging.getLogger("searchlab.rl")
+
+
+def training_questions(questions_jsonl: Path, buckets: list[str]) -> list[dict]:
+    """The qa stage's training questions in ``buckets`` (DeReason's split: which buckets RL learns from)."""
+    chosen = [q for q in read_jsonl(questions_jsonl) if q["features"]["bucket"] in buckets]
+    if not chosen:
+        raise ValueError(f"{questions_jsonl}: no training question in rl.buckets {buckets}")
+    return chosen
+
+
+def run_rl(model: ModelParams, rollout: RolloutParams, rl: RLParams, start: Path, questions_jsonl: Path,
+           corpus_jsonl: Path, index_dir: Path, retriever: dict, out_dir: Path, work_dir: Path,
+           accelerate_config: str | None = None) -> dict:
+    """:func:`train_rl` of the policy at ``start`` in ``rl.num_processes`` processes; returns its figures.
+
+    ``retriever`` is the ``retriever`` params section as data (each process
+    opens its own retriever over ``index_dir``).
+    """
+    job = {"model": model.model_dump(mode="json"), "rollout": rollout.model_dump(mode="json"),
+           "rl": rl.model_dump(mode="json"), "retriever": retriever, "start": str(start),
+           "questions": str(questions_jsonl), "corpus": str(corpus_jsonl), "index": str(index_dir),
+           "out_dir": str(out_dir), "work_dir": str(work_dir)}
+    return launch("searchlab.rl.job", job, work_dir, rl.num_processes, accelerate_config)
+
+
+def check_device(rl: RLParams) -> None:
+    """Refuse, naming the key, what this machine cannot do: vLLM rollouts without CUDA."""
+    import torch
+
+    if rl.use_vllm and not torch.cuda.is_available():
+        raise ValueError("rl.use_vllm: vLLM rollouts need a CUDA GPU, and this machine has none; set rl.use_vllm: "
+                         "false")
+
+
+class ProgressLog:
+    """A TrainerCallback that logs ``rl: step k/N`` with reward, EM and ETA about twenty times per run."""
+
+    def __init__(self, total: int) -> None:
+        from transformers import TrainerCallback
+
+        self.total, self.every = total, max(1, total // 20)
+        self.started, self.first = time.perf_counter(), None
+        self.latest: dict = {}
+        parent = self
+
+        class Callback(TrainerCallback):
+            def on_log(self, args, state, control, logs=None, **kwargs):
+                parent.latest.update(logs or {})
+
+            def on_step_end(self, args, state, control, **kwargs):
+                parent.step(state.global_step)
+
+        self.callback = Callback()
+
+    def step(self, done: int) -> None:
+        if self.first is None:
+            self.first = done - 1
+        if done % self.every and done != self.total:
+            return
+        elapsed = time.perf_counter() - self.started
+        rate = elapsed / max(done - self.first, 1)
+        eta = rate * (self.total - done)
+        log.info("rl: step %d/%d  reward %.3f  EM %.3f  searches %.2f  (%.1f s/step, ETA %d:%02d)", done, self.total,
+                 self.latest.get("reward", float("nan")), self.latest.get("episode/outcome", float("nan")),
+                 self.latest.get("episode/searches", float("nan")), rate, eta // 60, eta % 60)
+
+
+def build_trainer(rl: RLParams, rollout: RolloutParams, model, tokenizer, retriever, questions_jsonl: Path,
+                  corpus_jsonl: Path, work_dir: Path, callbacks: list | None = None):
+    """``(trainer, checkpoint to resume from or None)``: the GRPO trainer of :func:`train_rl`, its curriculum
+    restored from that checkpoint."""
+    from datasets import Dataset
+    from trl import GRPOConfig
+
+    from searchlab.rl.grpo import SearchEpisodes, load_curriculum_state, make_trainer
+
+    checkpoint_dir = work_dir / "checkpoints"
+    questions = training_questions(questions_jsonl, rl.buckets)
+    d, s, n = rl.difficulty, rl.sec, rl.noise
+    curriculum = Curriculum(questions, rl.curriculum, rl.seed, rl.steps, advance_at=d.advance_at, window=d.window,
+                            replay=d.replay, sec_alpha=s.alpha, sec_temperature=s.temperature, noise_start=n.start,
+                            noise_end=n.end, noise_base=n.base)
+    resume = resume_point(checkpoint_dir)
+    load_curriculum_state(curriculum, resume)
+    distractors = []
+    if "noise" in rl.curriculum:
+        distractors = [(r["id"], r["contents"]) for _, r in iter_jsonl(corpus_jsonl)]
+    episodes = SearchEpisodes(tokenizer, retriever, curriculum, rollout, rl, distractors, work_dir / "trajectories",
+                              keep_every=max(1, rl.steps // 10))
+    args = GRPOConfig(
+        **trainer_settings(checkpoint_dir, rl.seed, rl.save_steps, rl.logging_steps),
+        max_steps=rl.steps, per_device_train_batch_size=rl.questions_per_step * rl.num_generations,
+        gradient_accumulation_steps=1, num_generations=rl.num_generations, learning_rate=rl.learning_rate,
+        warmup_steps=rl.warmup_ratio,  # a float < 1: a share of all steps
+        max_grad_norm=rl.max_grad_norm, temperature=rl.temperature, top_p=1.0,
+        loss_type=rl.loss_type, scale_rewards=rl.scale_rewards, beta=rl.beta, epsilon=rl.epsilon,
+        epsilon_high=rl.epsilon_high, num_iterations=rl.num_iterations, mask_truncated_completions=False,
+        log_completions=False, use_vllm=rl.use_vllm, vllm_mode="colocate",
+        vllm_gpu_memory_utilization=rl.vllm_gpu_memory_utilization, remove_unused_columns=False,
+    )
+    # one slot per question drawn: the curriculum fills the slots of each step when they are rolled out
+    slots = Dataset.from_dict({"prompt": [str(i) for i in range(rl.steps * rl.questions_per_step)]})
+    trainer = make_trainer(model=model, args=args, train_dataset=slots, processing_class=tokenizer,
+                           callbacks=callbacks, episodes=episodes, rl=rl)
+    return trainer, resume
+
+
+def train_rl(rl: RLParams, rollout: RolloutParams, model, tokenizer, retriever, questions_jsonl: Path,
+             corpus_jsonl: Path, out_dir: Path, work_dir: Path, callbacks: list | None = None) -> dict | None:
+    """Train ``model`` with GRPO on the questions of ``questions_jsonl`` in ``rl.buckets``; the figures.
+
+    Checkpoints go to ``work_dir/checkpoints`` (a rerun resumes from the newest
+    complete one), kept trajectories to ``work_dir/trajectories``. The
+    passages of ``corpus_jsonl`` are the noise curriculum's distractors. Only
+    the main process writes ``out_dir`` and returns figures; others return None.
+    """
+    progress = ProgressLog(rl.steps)
+    trainer, resume = build_trainer(rl, rollout, model, tokenizer, retriever, questions_jsonl, corpus_jsonl,
+                                    work_dir, [progress.callback, *(callbacks or [])])
+    episodes = trainer.episodes
+    tokens_before, started = tokens_seen(resume), time.perf_counter()
+    trainer.train(resume_from_checkpoint=resume)
+    seconds = time.perf_counter() - started
+    trainer.save_model(str(out_dir))
+    if not trainer.is_world_process_zero():
+        return None
+    tokenizer.save_pretrained(str(out_dir))
+    history = trainer.state.log_history
+    write_jsonl(out_dir / "train_log.jsonl", history)
+    write_jsonl(out_dir / "curriculum.jsonl",
+                [{"step": row["step"], **{k: v for k, v in row.items() if k.startswith("curriculum/")}}
+                 for row in history if any(k.startswith("curriculum/") for k in row)])
+    kept = sorted((work_dir / "trajectories").glob("step-*.jsonl"))
+    write_jsonl(out_dir / "trajectories.jsonl", [r for path in kept for r in read_jsonl(path)])
+    chart_curves(history, out_dir / "curves.png")
+    rows = [row for row in history if "reward" in row]
+    figures = {**run_figures(trainer, resume, tokens_before, seconds),
+               "rollout_seconds": round(episodes.timings["rollout"], 2),
+               "reward_seconds": round(episodes.timings["reward"], 2),
+               "questions": len(episodes.curriculum.questions),
+               "parameters": sum(t.numel() for t in model.parameters())}
+    if rows:
+        tail = rows[-max(1, len(rows) // 10):]  # the last tenth of the run: where the policy ended up
+        figures["final_reward"] = round(sum(r["reward"] for r in tail) / len(tail), 4)
+        figures["final_outcome"] = round(sum(r.get("episode/outcome", 0.0) for r in tail) / len(tail), 4)
+    return figures
+
+
+def chart_curves(history: list[dict], path: Path) -> None:
+    """A PNG of reward and EM by step above the curriculum (level, noise, bucket shares) by step."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # no display: write the file only
+    import matplotlib.pyplot as plt
+
+    rows = [row for row in history if "reward" in row]
+    if not rows:
+        return
+    steps = [row["step"] for row in rows]
+    figure, (top, bottom) = plt.subplots(2, 1, figsize=(8, 6), sharex=True)
+    for key, label in (("reward", "reward (mean)"), ("episode/outcome", "outcome (EM or F1)"),
+                       ("episode/format_ok", "format ok")):
+        if key in rows[0]:
+            top.plot(steps, [row.get(key) for row in rows], label=label)
+    top.set_ylabel("per episode")
+    top.legend(loc="best")
+    for key in sorted({k for row in rows for k in row if k.startswith("curriculum/")}):
+        if key.startswith("curriculum/sec/"):
+            continue  # the bandit's values live in curriculum.jsonl: too many lines for one chart
+        bottom.plot(steps, [row.get(key) for row in rows], label=key.removeprefix("curriculum/"))
+    bottom.set_xlabel("step")
+    bottom.set_ylabel("curriculum")
+    if bottom.lines:
+        bottom.legend(loc="best", fontsize="small")
+    figure.tight_layout()
+    figure.savefig(path, dpi=80)
+    plt.close(figure)

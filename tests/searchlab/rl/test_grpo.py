@@ -1,0 +1,157 @@
+"""The rl trainer on a real tiny model and a real BM25 index: masks token by token, learning, exact resume."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from transformers import TrainerCallback
+
+from searchlab.params import RLParams, RolloutParams
+from searchlab.rl.grpo import CURRICULUM_FILE, trl_batch
+from searchlab.rl.train import build_trainer, train_rl
+from tests.searchlab.agent.conftest import counting_bm25
+from tests.searchlab.agent.test_rollout import DOCS, make_model, make_tokenizer
+
+QUESTIONS = [
+    ("q1", "Who discovered penicillin?", ["Alexander Fleming"], ["fleming"], "easy"),
+    ("q2", "What is the capital of Japan?", ["Tokyo"], ["tokyo"], "easy"),
+    ("q3", "What is the capital of Norway?", ["Oslo"], ["oslo"], "medium"),
+    ("q4", "Where was Marie Curie born?", ["Warsaw"], ["warsaw"], "medium"),
+    ("q5", "What is the highest mountain?", ["Mount Everest"], ["everest"], "hard"),
+    ("q6", "What game has a checkered board?", ["Chess"], ["chess"], "hard"),
+]
+ROLLOUT = RolloutParams(max_new_tokens=12, max_turns=3, topk=2, max_information_tokens=64, batch_size=8)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("rl-world")
+    questions, corpus = folder / "train.jsonl", folder / "corpus.jsonl"
+    questions.write_text("".join(json.dumps({"id": i, "question": q, "answers": a, "evidence": e, "type": "single",
+                                             "features": {"bucket": b}}) + "\n" for i, q, a, e, b in QUESTIONS))
+    corpus.write_text("".join(json.dumps({"id": i, "contents": f'"{t}"\n{x}'}) + "\n" for i, (t, x) in DOCS.items()))
+    with counting_bm25(tmp_path_factory, DOCS) as retriever:
+        yield questions, corpus, retriever
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    return make_tokenizer(tags_special=True)
+
+
+def _rl(**kw) -> RLParams:
+    return RLParams(**{"steps": 4, "questions_per_step": 2, "num_generations": 3, "learning_rate": 5e-3,
+                       "save_steps": 2, "logging_steps": 1, "samples": 0, **kw})
+
+
+def _model(tokenizer):
+    return make_model(tokenizer).train()
+
+
+def test_trl_batch_inverts_the_environment_mask_and_closes_finished_episodes_with_eos():
+    from searchlab.agent.rollout import Rollout
+
+    done = Rollout("q", "p", prompt_ids=[1], completion_ids=[5, 6, 7, 8], env_mask=[0, 1, 1, 0], finished=True)
+    cut = Rollout("q", "p", prompt_ids=[1], completion_ids=[5, 6], env_mask=[0, 1], finished=False)
+    batch = trl_batch([done, cut], eos_id=0)
+    assert batch["completion_ids"] == [[5, 6, 7, 8, 0], [5, 6]]
+    assert batch["env_mask"] == [[1, 0, 0, 1, 0], [1, 0]]
+    assert batch["logprobs"] is None and batch["prompt_ids"] == [[1], [1]]
+
+
+def test_the_loss_covers_exactly_the_model_s_own_tokens(world, tokenizer, tmp_path):
+    questions, corpus, retriever = world
+    trainer, _ = build_trainer(_rl(), ROLLOUT, _model(tokenizer), tokenizer, retriever, questions, corpus, tmp_path)
+    batch = trainer._generate_and_score_completions([{"prompt": str(i)} for i in range(6)])
+    episodes = trainer.episodes.last.episodes
+    assert len(episodes) == 6 and any(any(e.env_mask) for e in episodes)  # the environment wrote into some
+    loss_mask = (batch["completion_mask"] * batch["tool_mask"]).tolist()
+    for episode, row, ids in zip(episodes, loss_mask, batch["completion_ids"].tolist()):
+        n = len(episode.completion_ids)
+        assert ids[:n] == episode.completion_ids
+        assert row[:n] == [1 - m for m in episode.env_mask]  # every model token in, every environment token out
+        assert not any(row[n:])  # the appended EOS and the padding are out too
+    assert batch["advantages"].shape == (6,)
+
+
+def test_rewards_read_the_parsed_answer_and_groups_share_a_question(world, tokenizer, tmp_path):
+    questions, corpus, retriever = world
+    trainer, _ = build_trainer(_rl(), ROLLOUT, _model(tokenizer), tokenizer, retriever, questions, corpus, tmp_path)
+    trainer._generate_and_score_completions([{"prompt": str(i)} for i in range(6)])
+    last = trainer.episodes.last
+    assert [q["id"] for q in last.questions[:3]] == [last.questions[0]["id"]] * 3
+    for episode, question, r in zip(last.episodes, last.questions, last.rewards):
+        golds = question["answers"]
+        # the information blocks hold the gold passage text, but only the parsed answer is scored
+        expected = 1.0 if episode.answer is not None and episode.answer.strip() == golds[0] else 0.0
+        assert r.outcome == expected
+
+
+class _Interrupt(TrainerCallback):
+    def on_step_end(self, args, state, control, **kwargs):
+        if state.global_step == 3:
+            raise KeyboardInterrupt("interrupted at step 3")
+
+
+@pytest.mark.parametrize("curriculum", [["difficulty", "noise"]])
+def test_a_resumed_run_ends_with_the_weights_and_curriculum_of_an_uninterrupted_one(world, tokenizer, tmp_path,
+                                                                                    curriculum):
+    questions, corpus, retriever = world
+    rl = _rl(curriculum=curriculum, difficulty={"advance_at": 0.01, "window": 2}, noise={"start": 0.2, "end": 0.8})
+    straight = train_rl(rl, ROLLOUT, _model(tokenizer), tokenizer, retriever, questions, corpus, tmp_path / "a",
+                        tmp_path / "a-work")
+    assert straight["steps"] == 4
+    with pytest.raises(KeyboardInterrupt):
+        train_rl(rl, ROLLOUT, _model(tokenizer), tokenizer, retriever, questions, corpus, tmp_path / "b",
+                 tmp_path / "b-work", callbacks=[_Interrupt()])
+    assert (tmp_path / "b-work/checkpoints/checkpoint-2" / CURRICULUM_FILE).is_file()
+    resumed = train_rl(rl, ROLLOUT, _model(tokenizer), tokenizer, retriever, questions, corpus, tmp_path / "b",
+                       tmp_path / "b-work")
+    assert resumed["resumed_from_step"] == 2 and resumed["steps"] == 4
+
+    from searchlab.model import load_model
+
+    a, _ = load_model(str(tmp_path / "a"))
+    b, _ = load_model(str(tmp_path / "b"))
+    start = make_model(tokenizer)
+    assert any(not torch.equal(x, y) for x, y in zip(a.state_dict().values(), start.state_dict().values()))
+    for (name, x), (_, y) in zip(a.state_dict().items(), b.state_dict().items()):
+        assert torch.allclose(x, y, atol=1e-6), name
+    curves_a = (tmp_path / "a/curriculum.jsonl").read_text()
+    assert curves_a == (tmp_path / "b/curriculum.jsonl").read_text()
+    assert "curriculum/noise_p" in curves_a and (tmp_path / "a/curves.png").stat().st_size > 1000
+
+
+def test_stratified_estimator_replaces_the_group_advantage(world, tokenizer, tmp_path):
+    from searchlab.rl.advantages import stratified_grpo_advantages
+
+    questions, corpus, retriever = world
+    rl = _rl(estimator="stratified", stratified_alpha=0.7)
+    trainer, _ = build_trainer(rl, ROLLOUT, _model(tokenizer), tokenizer, retriever, questions, corpus, tmp_path)
+    batch = trainer._generate_and_score_completions([{"prompt": str(i)} for i in range(6)])
+    last = trainer.episodes.last
+    expected = stratified_grpo_advantages([r.total for r in last.rewards], [len(e.searches) for e in last.episodes],
+                                          3, alpha=0.7)
+    assert torch.allclose(batch["advantages"], expected)
+
+
+def test_igpo_adds_information_gain_to_model_tokens_only(world, tokenizer, tmp_path):
+    questions, corpus, retriever = world
+    trainer, _ = build_trainer(_rl(estimator="igpo"), ROLLOUT, _model(tokenizer), tokenizer, retriever, questions,
+                               corpus, tmp_path)
+    batch = trainer._generate_and_score_completions([{"prompt": str(i)} for i in range(6)])
+    advantages, mask = batch["advantages"], batch["completion_mask"] * batch["tool_mask"]
+    assert advantages.dim() == 2 and advantages.shape == mask.shape
+    # IGPO adds to the tokens of turns that an information block followed; the group advantage is the rest
+    added = advantages - advantages[:, :1]
+    assert torch.all(added[mask == 0].abs() <= advantages[:, :1].expand_as(added)[mask == 0].abs() + 1e-6)
