@@ -27,7 +27,7 @@ import psutil
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
-STAGES = ["corpus", "index", "qa", "benchmarks", "base", "sft", "evaluate"]
+STAGES = ["corpus", "index", "qa", "benchmarks", "base", "sft", "rl", "evaluate"]
 
 
 def descendants(pid: int) -> list[psutil.Process]:
@@ -67,13 +67,13 @@ def kill_in_stage(project: Path, stage: str, sig: int) -> tuple[int, list[str]]:
         for child in descendants(proc.pid):
             seen[child.pid] = child
         time.sleep(0.02)
-    # base and sft train in worker processes under `accelerate launch`: kill the run once they train
-    until = time.time() + (180 if stage in ("base", "sft") else 0.1)
+    # base, sft and rl train in worker processes under `accelerate launch`: kill the run once they train
+    until = time.time() + (180 if stage in ("base", "sft", "rl") else 0.1)
     while time.time() < until and proc.poll() is None:
         for child in descendants(proc.pid):
             seen[child.pid] = child
         if any(job in " ".join(child.cmdline()) for child in seen.values() if child.is_running()
-               for job in ("sft_job", "pretrain_job")):
+               for job in ("sft_job", "pretrain_job", "rl.job")):
             time.sleep(3)
             break
         time.sleep(0.1)

@@ -181,6 +181,9 @@ class QAParams(Section):
     seed: int = 0
     shard_size: int = Field(200, ge=1, description="target entities per shard (the unit of resume)")
     attempts_per_target: int = Field(2, ge=1, description="questions tried per target entity")
+    heldout_attempts_per_target: int = Field(0, ge=0, description="more questions tried per target entity, kept "
+                                                                    "only when their answer is held out: larger "
+                                                                    "benchmark suites, the same training questions")
     types: dict[QuestionType, float] = Field(
         default_factory=lambda: {"single": 0.2, "bridge": 0.25, "compare": 0.15, "compose": 0.2, "oblique": 0.2},
         description="share of each question type among attempts")
@@ -311,6 +314,9 @@ class SFTParams(Section):
     renamed_copies: int = Field(0, ge=0, description="extra copies of every training demonstration with each "
                                                        "corpus title in it swapped for another title, so that "
                                                        "copying names and reading passages pay, memorising does not")
+    buckets: list[Bucket] = Field(default_factory=lambda: ["easy", "medium", "hard"],
+                                  description="difficulty buckets of the demonstrations SFT trains on (DeReason's "
+                                              "split with rl.buckets)")
     seed: int = 0
     samples: int = Field(100, ge=0, description="held-out questions the trained agent answers after training, for its "
                                                  "protocol rates and sample trajectories")
@@ -374,6 +380,8 @@ class RLParams(Section):
     steps: int = Field(60, ge=1, description="optimizer steps; each rolls out a fresh batch")
     questions_per_step: int = Field(8, ge=1, description="distinct training questions per step (per process)")
     num_generations: int = Field(4, ge=2, description="episodes per question: the GRPO group")
+    grad_accum: int = Field(1, ge=1, description="micro-batches each step's episodes are split into (one "
+                                                 "optimizer step per rollout batch, less memory per pass)")
     learning_rate: float = Field(1e-4, gt=0)
     warmup_ratio: float = Field(0.0, ge=0, lt=1)
     max_grad_norm: float = Field(1.0, gt=0)
@@ -419,6 +427,10 @@ class RLParams(Section):
             raise ValueError("rl.registry_alias: 'latest' is reserved by MLflow; choose another alias")
         if not self.buckets:
             raise ValueError("rl.buckets: name at least one of easy, medium, hard")
+        episodes = self.questions_per_step * self.num_generations
+        if episodes % self.grad_accum:
+            raise ValueError(f"rl.grad_accum {self.grad_accum} does not divide the {episodes} episodes of a step "
+                             f"(rl.questions_per_step x rl.num_generations)")
         if len(set(self.curriculum)) != len(self.curriculum):
             raise ValueError(f"rl.curriculum: each kind once, got {self.curriculum}")
         return self

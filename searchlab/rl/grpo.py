@@ -256,7 +256,8 @@ def _trainer_class():
                 model.train(was_training)
             adds = igpo_token_advantages(gains, turn_index(mask), mask, self.rl.igpo_weight)
             flat_gains = [g for row in gains for g in row]
-            self._log_metric("igpo/mean_gain", sum(flat_gains) / len(flat_gains) if flat_gains else 0.0)
+            # straight into this step's metrics: the pending ones were flushed before the advantages are made
+            self._metrics["train"]["igpo/mean_gain"].append(sum(flat_gains) / len(flat_gains) if flat_gains else 0.0)
             return adds
 
         def _update_curriculum(self, batch: StepBatch, advantages: torch.Tensor) -> None:

@@ -58,7 +58,8 @@ def check_device(rl: RLParams) -> None:
 
 
 class ProgressLog:
-    """A TrainerCallback that logs ``rl: step k/N`` with reward, EM and ETA about twenty times per run."""
+    """A TrainerCallback that logs ``rl: step k/N`` with reward, EM and ETA about twenty times per run (at most
+    once per ``rl.logging_steps``)."""
 
     def __init__(self, total: int) -> None:
         from transformers import TrainerCallback
@@ -69,11 +70,10 @@ class ProgressLog:
         parent = self
 
         class Callback(TrainerCallback):
-            def on_log(self, args, state, control, logs=None, **kwargs):
+            def on_log(self, args, state, control, logs=None, **kwargs):  # after the step's metrics are in
                 parent.latest.update(logs or {})
-
-            def on_step_end(self, args, state, control, **kwargs):
-                parent.step(state.global_step)
+                if "reward" in (logs or {}):
+                    parent.step(state.global_step)
 
         self.callback = Callback()
 
@@ -114,8 +114,9 @@ def build_trainer(rl: RLParams, rollout: RolloutParams, model, tokenizer, retrie
                               keep_every=max(1, rl.steps // 10))
     args = GRPOConfig(
         **trainer_settings(checkpoint_dir, rl.seed, rl.save_steps, rl.logging_steps),
-        max_steps=rl.steps, per_device_train_batch_size=rl.questions_per_step * rl.num_generations,
-        gradient_accumulation_steps=1, num_generations=rl.num_generations, learning_rate=rl.learning_rate,
+        # one rollout batch per optimizer step, in grad_accum micro-batches
+        max_steps=rl.steps, per_device_train_batch_size=rl.questions_per_step * rl.num_generations // rl.grad_accum,
+        gradient_accumulation_steps=rl.grad_accum, steps_per_generation=rl.grad_accum, num_generations=rl.num_generations, learning_rate=rl.learning_rate,
         warmup_steps=rl.warmup_ratio,  # a float < 1: a share of all steps
         max_grad_norm=rl.max_grad_norm, temperature=rl.temperature, top_p=1.0,
         loss_type=rl.loss_type, scale_rewards=rl.scale_rewards, beta=rl.beta, epsilon=rl.epsilon,
@@ -123,6 +124,8 @@ def build_trainer(rl: RLParams, rollout: RolloutParams, model, tokenizer, retrie
         log_completions=False, use_vllm=rl.use_vllm, vllm_mode="colocate",
         vllm_gpu_memory_utilization=rl.vllm_gpu_memory_utilization, remove_unused_columns=False,
     )
+    # GRPO counts the tokens it rolls out itself; the Trainer's own count looks for input_ids the slots lack
+    args.include_num_input_tokens_seen = "no"
     # one slot per question drawn: the curriculum fills the slots of each step when they are rolled out
     slots = Dataset.from_dict({"prompt": [str(i) for i in range(rl.steps * rl.questions_per_step)]})
     trainer = make_trainer(model=model, args=args, train_dataset=slots, processing_class=tokenizer,

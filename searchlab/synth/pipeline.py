@@ -83,20 +83,32 @@ def _run_shard(params: QAParams, kb: KB, search, roster: Roster, nli, index: int
     rejected: Counter[str] = Counter()
     candidates: list[Question] = []
     seen: set[str] = set()
+
+    def attempt(builder: Builder, target: str, qid: str, heldout_only: bool = False) -> None:
+        kind = builder.rng.choices(kinds, weights)[0]
+        q = builder.build(kind, target, f"{kind}-{target}-{qid}")
+        if q is None or (heldout_only and not is_heldout(params, q)):
+            return
+        key = normalize_answer(q.question)
+        if key in seen:
+            rejected["duplicate"] += 1
+            return
+        seen.add(key)
+        candidates.append(q)
+
     for target in targets:
-        for attempt in range(params.attempts_per_target):
-            kind = rng.choices(kinds, weights)[0]
-            q = builder.build(kind, target, f"{kind}-{target}-{attempt}")
-            if q is None:
-                continue
-            key = normalize_answer(q.question)
-            if key in seen:
-                rejected["duplicate"] += 1
-                continue
-            seen.add(key)
-            candidates.append(q)
+        for n in range(params.attempts_per_target):
+            attempt(builder, target, str(n))
+    # Extra attempts for the benchmark suites only, from a stream of their own: the training questions stay
+    # exactly what they are without them.
+    extra = Builder(kb, random.Random(f"{params.seed}/shard/{index}/heldout"), params.min_cue_matches,
+                    params.max_cues)
+    for target in targets:
+        for n in range(params.heldout_attempts_per_target):
+            attempt(extra, target, f"h{n}", heldout_only=True)
     rejected.update(builder.reasons)
-    attempts = len(targets) * params.attempts_per_target
+    rejected.update(extra.reasons)
+    attempts = len(targets) * (params.attempts_per_target + params.heldout_attempts_per_target)
 
     # (a) constraint decomposition: each constraint must be matched to a passage that states it
     matched = [q for q in candidates if _evidence_matched(kb, q, nli)]

@@ -16,12 +16,13 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
+from typing import get_args
 
 from searchlab.agent.protocol import environment_spans
 from searchlab.agent.rollout import encode_completion, encode_prompt
 from searchlab.corpus.importers import split_contents
 from searchlab.jsonl import iter_jsonl, read_jsonl
-from searchlab.params import ModelParams, SFTParams
+from searchlab.params import Bucket, ModelParams, SFTParams
 from searchlab.train.common import (
     make_trainer,
     resume_point,
@@ -55,20 +56,33 @@ def encode_demo(tokenizer, prompt: str, completion: str, max_length: int) -> dic
     return {"input_ids": ids[:max_length], "labels": labels[:max_length]}
 
 
+def demo_buckets(demos_jsonl: Path) -> dict[str, str]:
+    """``{question id: difficulty bucket}`` of the demonstrations' questions (the qa stage's train and dev files
+    beside ``demos_jsonl``)."""
+    folder = demos_jsonl.parent
+    return {q["id"]: q["features"]["bucket"] for name in ("train.jsonl", "dev.jsonl") if (folder / name).is_file()
+            for q in read_jsonl(folder / name)}
+
+
 def demo_datasets(tokenizer, demos_jsonl: Path, max_length: int, renamed_copies: int = 0,
-                  corpus_jsonl: Path | None = None, seed: int = 0):
+                  corpus_jsonl: Path | None = None, seed: int = 0, buckets: list[str] | None = None):
     """(train, dev) ``datasets.Dataset`` of encoded demonstrations, split by the demos' ``split`` field.
 
     The training set gets ``renamed_copies`` more copies of each demonstration
     with the titles of ``corpus_jsonl``'s passages swapped (:mod:`searchlab.train.renaming`).
+    ``buckets``: keep only the demonstrations of questions in these difficulty
+    buckets (:func:`demo_buckets`); None keeps all.
     """
     from datasets import Dataset
 
+    bucket_of = demo_buckets(demos_jsonl) if buckets is not None else {}
     demos = {"train": [], "dev": []}
     for d in read_jsonl(demos_jsonl):
-        demos["dev" if d["split"] == "dev" else "train"].append(d)
+        if buckets is None or bucket_of.get(d["id"]) in buckets:
+            demos["dev" if d["split"] == "dev" else "train"].append(d)
     if not demos["train"]:
-        raise ValueError(f"{demos_jsonl}: no training demonstrations")
+        raise ValueError(f"{demos_jsonl}: no training demonstrations" +
+                         (f" in sft.buckets {buckets}" if buckets is not None else ""))
     if renamed_copies:
         if corpus_jsonl is None:
             raise ValueError("sft.renamed_copies needs the corpus, whose passage titles are swapped")
@@ -109,8 +123,9 @@ def train_sft(params: SFTParams, model, tokenizer, demos_jsonl: Path, out_dir: P
     """
     from trl import SFTConfig
 
+    every = set(params.buckets) == set(get_args(Bucket))
     train, dev = demo_datasets(tokenizer, demos_jsonl, params.max_length, params.renamed_copies, corpus_jsonl,
-                               params.seed)
+                               params.seed, None if every else params.buckets)
     resume = resume_point(checkpoint_dir)
     args = SFTConfig(
         **trainer_settings(checkpoint_dir, params.seed, params.save_steps, params.logging_steps),

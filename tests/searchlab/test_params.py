@@ -118,3 +118,12 @@ def test_eval_models_are_named_by_their_source_or_explicitly():
     assert params.eval.model_sources() == {"sft": "sft", "Qwen2.5-0.5B": "/models/Qwen2.5-0.5B/",
                                            "searchlab-agent.best": "models:/searchlab-agent@best",
                                            "base": "/models/sft"}
+
+
+def test_the_bucket_names_are_the_qa_stage_s():
+    from typing import get_args
+
+    from searchlab.params import Bucket
+    from searchlab.synth.generate import BUCKETS
+
+    assert get_args(Bucket) == BUCKETS

@@ -147,3 +147,18 @@ def test_synthesis_runs_on_users_semi_structured_records(tmp_path):
     assert counts["kept"] == len(train) > 0
     names = {r["name"] for r in read_jsonl(corpus / "kb.jsonl")}
     assert any(r["answers"][0] in names for r in train)  # questions about the user's records, answered by them
+
+
+def test_heldout_attempts_grow_the_benchmark_suites_and_leave_the_training_questions_as_they_were(
+        synthesized, world, tmp_path):
+    reference, _ = synthesized
+    (tmp_path / "qa").mkdir()
+    counts = synthesize(QAParams(shard_size=100, heldout_attempts_per_target=3), RETRIEVER, world[0], world[1],
+                        tmp_path / "qa", tmp_path / "work")
+    for name in ("train.jsonl", "dev.jsonl", "demos.jsonl"):
+        assert (tmp_path / "qa" / name).read_bytes() == (reference / name).read_bytes(), name
+    before, after = read_jsonl(reference / "heldout.jsonl"), read_jsonl(tmp_path / "qa/heldout.jsonl")
+    assert len(after) > 1.5 * len(before) and counts["heldout"] == len(after)
+    trained = {normalize_answer(r["answers"][0]) for r in read_jsonl(reference / "train.jsonl")}
+    assert not any(normalize_answer(r["answers"][0]) in trained for r in after)
+    assert len({normalize_answer(r["question"]) for r in after}) == len(after)

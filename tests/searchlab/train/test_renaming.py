@@ -83,3 +83,21 @@ def test_the_training_set_grows_by_the_renamed_copies_and_dev_stays_original(tmp
     assert dev["input_ids"] == [encode_demo(tokenizer, demos[4]["prompt"], demos[4]["completion"], 512)["input_ids"]]
     with pytest.raises(ValueError, match="renamed_copies needs the corpus"):
         demo_datasets(tokenizer, demos_jsonl, 512, renamed_copies=1)
+
+
+def test_sft_buckets_keep_only_the_demonstrations_of_those_buckets(tmp_path):
+    demos = [_demo(p, c) for p, c in zip(PEOPLE, CITIES)]
+    demos_jsonl = tmp_path / "demos.jsonl"
+    demos_jsonl.write_text("".join(json.dumps(d) + "\n" for d in demos))
+    buckets = ["easy", "hard", "easy", "medium"]
+    (tmp_path / "train.jsonl").write_text("".join(json.dumps({"id": d["id"], "features": {"bucket": b}}) + "\n"
+                                                  for d, b in zip(demos, buckets)))
+    bootstrap_tiny(TinyModelParams(vocab_size=400, hidden_size=32, layers=2, heads=2, kv_heads=1,
+                                   intermediate_size=64, max_positions=512),
+                   [d["prompt"] + d["completion"] for d in demos], tmp_path / "tiny")
+    tokenizer = load_model(str(tmp_path / "tiny"))[1]
+    train, _ = demo_datasets(tokenizer, demos_jsonl, 512, buckets=["easy"])
+    kept = [encode_demo(tokenizer, demos[i]["prompt"], demos[i]["completion"], 512)["input_ids"] for i in (0, 2)]
+    assert train["input_ids"] == kept
+    with pytest.raises(ValueError, match="no training demonstrations in sft.buckets"):
+        demo_datasets(tokenizer, demos_jsonl, 512, buckets=["medium-rare"])

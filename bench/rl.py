@@ -1,0 +1,131 @@
+"""RL throughput benchmark (run by hand, after `make demo` built data/): where an RL step's time goes.
+
+    python bench/rl.py                      # 10 RL steps of the demo's settings from data/sft
+    python bench/rl.py --steps 20 --threads 2
+
+In one run, on the demo's data (``data/sft``, ``data/base``, ``data/qa``, ``data/index``):
+
+1. **Per-step split**: ``--steps`` GRPO steps of the ``rl`` params (``--params``)
+   from the sft policy; the seconds in rollouts, in rewards, and the rest (TRL's
+   log-probabilities, the loss's forward and backward, the optimizer), per step.
+2. **Rollout tokens/s against plain ``generate``** at the same batch: the RL
+   rollout (``rl.questions_per_step × rl.num_generations`` episodes, sampled at
+   ``rl.temperature``) counts the model's own tokens per second; then one
+   ``model.generate`` call on the same prompts samples exactly as many tokens per
+   row as the rollouts' mean (``min_new_tokens = max_new_tokens``). Target: the
+   ratio is at least 0.7.
+3. **Trainer tokens/s against SFT's**: the tokens TRL scored and trained on (prompt
+   and completion, its ``num_input_tokens_seen``) per second of the non-rollout
+   part of the steps, against ``--sft-steps`` steps of the sft trainer on the
+   demonstrations from ``data/base`` (its tokens/s), in the same run.
+
+Prints one line per figure and a JSON line with all of them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--params", default="params/default.yaml")
+    parser.add_argument("--steps", type=int, default=10)
+    parser.add_argument("--sft-steps", type=int, default=20)
+    parser.add_argument("--threads", type=int, default=2)
+    args = parser.parse_args()
+
+    import torch
+
+    from searchlab.agent.rollout import encode_prompt, rollout
+    from searchlab.jsonl import read_jsonl
+    from searchlab.model import load_model
+    from searchlab.params import load_params
+    from searchlab.retrieval import open_retriever
+    from searchlab.rl.curriculum import Curriculum
+    from searchlab.rl.grpo import training_rollout_params
+    from searchlab.rl.train import train_rl
+    from searchlab.train.base import start_model
+    from searchlab.train.sft import train_sft
+
+    torch.set_num_threads(args.threads)
+    p = load_params(ROOT / args.params)
+    data = ROOT / p.runtime.data_dir
+    missing = [s for s in ("sft", "base", "qa", "index", "corpus") if not (data / s / "manifest.json").is_file()]
+    if missing:
+        sys.exit(f"bench/rl.py: no {', '.join(f'data/{s}' for s in missing)}; run `make demo` (or "
+                 f"`searchlab run sft`) first")
+    figures: dict[str, float] = {}
+    with tempfile.TemporaryDirectory() as tmp, open_retriever(p.retriever, data / "index") as retriever:
+        tmp = Path(tmp)
+        rl = p.rl.model_copy(update={"steps": args.steps, "save_steps": args.steps, "samples": 0,
+                                     "curriculum": []})
+        model, tokenizer = load_model(str(data / "sft"), device="cpu")
+        started = time.perf_counter()
+        rl_figures = train_rl(rl, p.rollout, model, tokenizer, retriever, data / "qa/train.jsonl",
+                              data / "corpus/corpus.jsonl", tmp / "rl", tmp / "rl-work")
+        wall = time.perf_counter() - started
+        rollout_s, reward_s, train_s = (rl_figures["rollout_seconds"], rl_figures["reward_seconds"],
+                                        rl_figures["train_seconds"])
+        rest = train_s - rollout_s - reward_s
+        history = list(read_jsonl(tmp / "rl/train_log.jsonl"))
+        trained_tokens = max(row.get("num_input_tokens_seen", 0) for row in history)
+        figures.update(steps=args.steps, step_s=round(train_s / args.steps, 3),
+                       rollout_s_per_step=round(rollout_s / args.steps, 3),
+                       reward_s_per_step=round(reward_s / args.steps, 4),
+                       loss_backward_optimizer_s_per_step=round(rest / args.steps, 3),
+                       rl_trainer_tokens_per_s=round(trained_tokens / rest, 1), rl_wall_s=round(wall, 1))
+        print(f"per step: {figures['step_s']} s = rollout {figures['rollout_s_per_step']} s + reward "
+              f"{figures['reward_s_per_step']} s + log-probs, loss, backward, optimizer "
+              f"{figures['loss_backward_optimizer_s_per_step']} s")
+
+        # rollout tokens/s against plain generate, same model, prompts, batch and sampling
+        model, tokenizer = load_model(str(data / "sft"), device="cpu")
+        questions = Curriculum(list(read_jsonl(data / "qa/train.jsonl")), [], rl.seed, 1).select(
+            0, rl.questions_per_step)
+        batch = [q["question"] for q in questions for _ in range(rl.num_generations)]
+        params = training_rollout_params(p.rollout, rl, 0, len(batch))
+        started = time.perf_counter()
+        episodes = rollout(model, tokenizer, retriever, batch, params)
+        rollout_seconds = time.perf_counter() - started
+        generated = sum(e.generated_tokens for e in episodes)
+        per_row = max(1, round(generated / len(episodes)))
+        prompts = [encode_prompt(tokenizer, e.prompt) for e in episodes]
+        width = max(map(len, prompts))
+        pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+        ids = torch.tensor([[pad] * (width - len(x)) + x for x in prompts])
+        mask = torch.tensor([[0] * (width - len(x)) + [1] * len(x) for x in prompts])
+        torch.manual_seed(0)
+        started = time.perf_counter()
+        with torch.inference_mode():
+            model.generate(input_ids=ids, attention_mask=mask, do_sample=True, temperature=rl.temperature, top_p=1.0,
+                           top_k=0, max_new_tokens=per_row, min_new_tokens=per_row, pad_token_id=pad)
+        plain_seconds = time.perf_counter() - started
+        rollout_tps, plain_tps = generated / rollout_seconds, per_row * len(batch) / plain_seconds
+        figures.update(batch=len(batch), tokens_per_episode=per_row, rollout_tokens_per_s=round(rollout_tps, 1),
+                       generate_tokens_per_s=round(plain_tps, 1), rollout_vs_generate=round(rollout_tps / plain_tps, 3))
+        print(f"rollout {rollout_tps:.0f} model tokens/s against plain generate {plain_tps:.0f} tokens/s at batch "
+              f"{len(batch)}: ratio {rollout_tps / plain_tps:.2f} (target >= 0.7)")
+
+        # SFT's trainer tokens/s on the same machine, in the same run
+        sft = p.sft.model_copy(update={"max_steps": args.sft_steps, "save_steps": args.sft_steps,
+                                       "eval_steps": args.sft_steps, "renamed_copies": 0})
+        model, tokenizer = load_model(start_model(data / "base"), device="cpu")
+        sft_figures = train_sft(sft, model, tokenizer, data / "qa/demos.jsonl", tmp / "sft", tmp / "sft-work")
+        figures.update(sft_trainer_tokens_per_s=sft_figures["tokens_per_s"],
+                       rl_vs_sft_trainer=round(figures["rl_trainer_tokens_per_s"] / sft_figures["tokens_per_s"], 3))
+        print(f"trainer: RL {figures['rl_trainer_tokens_per_s']} tokens/s (log-probs, loss, backward, optimizer) "
+              f"against SFT {sft_figures['tokens_per_s']} tokens/s: ratio {figures['rl_vs_sft_trainer']}")
+    print(json.dumps(figures))
+
+
+if __name__ == "__main__":
+    main()
