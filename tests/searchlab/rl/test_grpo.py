@@ -155,3 +155,27 @@ def test_igpo_adds_information_gain_to_model_tokens_only(world, tokenizer, tmp_p
     # IGPO adds to the tokens of turns that an information block followed; the group advantage is the rest
     added = advantages - advantages[:, :1]
     assert torch.all(added[mask == 0].abs() <= advantages[:, :1].expand_as(added)[mask == 0].abs() + 1e-6)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the refusal on a machine without CUDA")
+def test_vllm_rollouts_without_cuda_are_refused_naming_the_key():
+    from searchlab.rl.train import check_device
+
+    check_device(_rl())  # the default asks for no GPU
+    with pytest.raises(ValueError, match="rl.use_vllm"):
+        check_device(_rl(use_vllm=True))
+
+
+def test_grad_accum_must_divide_a_step_s_episodes():
+    with pytest.raises(ValueError, match="rl.grad_accum 5 does not divide the 6 episodes"):
+        _rl(grad_accum=5)
+
+
+def test_grad_accum_splits_each_step_s_rollout_batch_into_micro_batches(world, tokenizer, tmp_path):
+    questions, corpus, retriever = world
+    figures = train_rl(_rl(steps=2, grad_accum=3, save_steps=5), ROLLOUT, _model(tokenizer), tokenizer, retriever,
+                       questions, corpus, tmp_path / "out", tmp_path / "work")
+    assert figures["steps"] == 2
+    kept = sorted(path.name for path in (tmp_path / "work/trajectories").glob("*.jsonl"))
+    assert kept == ["step-000000.jsonl", "step-000001.jsonl"]  # one rollout batch per optimizer step
+    assert all(len((tmp_path / "work/trajectories" / name).read_text().splitlines()) == 6 for name in kept)
