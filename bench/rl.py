@@ -14,8 +14,8 @@ In one run, on the demo's data (``data/sft``, ``data/base``, ``data/qa``, ``data
    ``model.generate`` call on the same prompts samples exactly as many tokens per
    row as the rollouts' mean (``min_new_tokens = max_new_tokens``). Target: the
    ratio is at least 0.7.
-3. **Trainer tokens/s against SFT's**: the tokens TRL scored and trained on (prompt
-   and completion, its ``num_input_tokens_seen``) per second of the non-rollout
+3. **Trainer tokens/s against SFT's**: the tokens the loss read (prompts, model
+   turns and information blocks of every episode) per second of the non-rollout
    part of the steps, against ``--sft-steps`` steps of the sft trainer on the
    demonstrations from ``data/base`` (its tokens/s), in the same run.
 
@@ -38,14 +38,15 @@ sys.path.insert(0, str(ROOT))
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--params", default="params/default.yaml")
-    parser.add_argument("--steps", type=int, default=10)
+    parser.add_argument("--steps", type=int, default=10, help="at most 10: every step's episodes are counted")
     parser.add_argument("--sft-steps", type=int, default=20)
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
 
     import torch
 
-    from searchlab.agent.rollout import encode_prompt, rollout
+    from searchlab.agent.protocol import instruction
+    from searchlab.agent.rollout import encode_completion, encode_prompt, rollout
     from searchlab.jsonl import read_jsonl
     from searchlab.model import load_model
     from searchlab.params import load_params
@@ -76,8 +77,13 @@ def main() -> None:
         rollout_s, reward_s, train_s = (rl_figures["rollout_seconds"], rl_figures["reward_seconds"],
                                         rl_figures["train_seconds"])
         rest = train_s - rollout_s - reward_s
-        history = list(read_jsonl(tmp / "rl/train_log.jsonl"))
-        trained_tokens = max(row.get("num_input_tokens_seen", 0) for row in history)
+        # every token the loss's forward and backward read: prompts, model turns and information blocks (TRL's
+        # own num_tokens leaves the blocks out); every step's episodes are kept at this length of run
+        kept = list(read_jsonl(tmp / "rl/trajectories.jsonl"))
+        if len({r["step"] for r in kept}) != args.steps:
+            sys.exit("bench/rl.py: expected the episodes of every step in trajectories.jsonl; use --steps <= 10")
+        trained_tokens = sum(len(encode_prompt(tokenizer, instruction(r["question"])))
+                             + len(encode_completion(tokenizer, r["completion"])) for r in kept)
         figures.update(steps=args.steps, step_s=round(train_s / args.steps, 3),
                        rollout_s_per_step=round(rollout_s / args.steps, 3),
                        reward_s_per_step=round(reward_s / args.steps, 4),

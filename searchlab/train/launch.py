@@ -12,6 +12,11 @@ only the stage process holds; every worker process inherits it, and a worker
 whose job says ``exit_with_launcher`` calls :func:`exit_with_launcher`, which
 ends it when the pipe reaches end-of-file.
 
+A worker's ``searchlab`` log records (e.g. RL's ``rl: step k/N … ETA``) reach
+the launching process: :func:`run_job` writes the main process's to
+``job["progress"]``, and :func:`launch` re-logs each line there under its
+logger's name, so they show on the console and in Prefect like the stage's own.
+
 A worker that fails says why: :func:`run_job` writes the traceback of the
 exception that ends it to ``job["error"]``, and :class:`LaunchError` carries
 its last lines, so a stage's failure names the real cause (a bad demos file, a
@@ -21,6 +26,7 @@ full disk) rather than only accelerate's exit status.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -53,13 +59,12 @@ def launch(module: str, job: dict[str, Any], job_dir: Path, num_processes: int |
     stdout/stderr.
     """
     job_dir.mkdir(parents=True, exist_ok=True)
-    result = job_dir / "result.json"
-    error = job_dir / "error.txt"
-    for stale in (result, error):
+    result, error, progress = job_dir / "result.json", job_dir / "error.txt", job_dir / "progress.log"
+    for stale in (result, error, progress):
         stale.unlink(missing_ok=True)
     job_file = job_dir / "job.json"
-    job_file.write_text(json.dumps({**job, "result": str(result), "error": str(error), "exit_with_launcher": True},
-                                   indent=1))
+    job_file.write_text(json.dumps({**job, "result": str(result), "error": str(error), "progress": str(progress),
+                                    "exit_with_launcher": True}, indent=1))
     command = [sys.executable, "-m", "accelerate.commands.launch"]
     if config_file:
         command += ["--config_file", str(config_file)] + (["--num_processes", str(num_processes)] if num_processes
@@ -73,6 +78,9 @@ def launch(module: str, job: dict[str, Any], job_dir: Path, num_processes: int |
     command += ["-m", module, str(job_file)]
     # stdin: the pipe workers watch (see the module docstring); we never write to it
     process = subprocess.Popen(command, stdin=subprocess.PIPE)
+    done = threading.Event()
+    relay = threading.Thread(target=_relay_logs, args=(progress, done), name="worker-logs", daemon=True)
+    relay.start()
     try:
         status = process.wait()
     except BaseException:
@@ -81,12 +89,43 @@ def launch(module: str, job: dict[str, Any], job_dir: Path, num_processes: int |
         raise
     finally:
         process.stdin.close()
+        done.set()
+        relay.join(timeout=5)
     if status != 0 or not result.is_file():
         cause = ("\n".join(error.read_text().splitlines()[-ERROR_LINES:]) if error.is_file()
                  else "the worker left no error report (killed, or it failed before running the job); see its output")
         raise LaunchError(f"training job {job_file} failed (exit status {status}):\n{cause}\n"
                           f"command: {' '.join(command)}")
     return json.loads(result.read_text())
+
+
+LOG_FIELDS = "%(name)s\t%(levelno)s\t%(message)s"  # one worker log record per line of job["progress"]
+
+
+class _OneLineFormatter(logging.Formatter):
+    """:data:`LOG_FIELDS` with the record's line breaks (a traceback, a multi-line message) made visible marks."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return super().format(record).replace("\n", " ⏎ ")
+
+
+def _relay_logs(path: Path, done: threading.Event) -> None:
+    """Re-log the worker records :func:`run_job` writes to ``path`` until ``done`` is set and all are read."""
+    position = 0
+    while True:
+        finished = done.is_set()
+        if path.is_file():
+            with open(path, encoding="utf-8") as f:
+                f.seek(position)
+                for line in iter(f.readline, ""):
+                    if not line.endswith("\n"):  # a line still being written: read it whole next time
+                        break
+                    position += len(line.encode("utf-8"))
+                    name, level, message = (line.rstrip("\n").split("\t", 2) + ["", ""])[:3]
+                    logging.getLogger(name).log(int(level) if level.isdigit() else logging.INFO, message)
+        if finished:
+            return
+        done.wait(0.5)
 
 
 def run_job(main: Callable[[dict[str, Any]], None], job_file: str) -> None:
@@ -100,6 +139,14 @@ def run_job(main: Callable[[dict[str, Any]], None], job_file: str) -> None:
     job = json.loads(Path(job_file).read_text())
     if job.get("exit_with_launcher"):
         exit_with_launcher()
+    if job.get("progress") and os.environ.get("RANK", "0") == "0":
+        # the main process's searchlab records go to the launcher (see _relay_logs); line-buffered, so each
+        # record is whole in the file as soon as it is written
+        handler = logging.StreamHandler(open(job["progress"], "a", encoding="utf-8", buffering=1))
+        handler.setFormatter(_OneLineFormatter(LOG_FIELDS))
+        package = logging.getLogger("searchlab")
+        package.addHandler(handler)
+        package.setLevel(logging.INFO)
     try:
         main(job)
     except BaseException:

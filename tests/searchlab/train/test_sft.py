@@ -295,3 +295,34 @@ def test_copy_accuracy_scores_a_perfect_copier_1_and_an_untrained_model_near_0(b
     passages = [f'"{city} River"\n{city} River runs by {city}.' for city in CITIES]
     assert copy_accuracy(_InductionOracle(len(tokenizer)), tokenizer, passages, seed=0, lists=5, size=6) == 1.0
     assert copy_accuracy(model, tokenizer, passages, seed=0, lists=5, size=6) < 0.3
+
+
+def test_a_worker_s_searchlab_log_records_are_relayed_to_the_launching_process(tmp_path, caplog):
+    import logging
+    import threading
+
+    from searchlab.train.launch import _relay_logs, run_job
+
+    job = tmp_path / "job.json"
+    job.write_text(json.dumps({"progress": str(tmp_path / "progress.log")}))
+    package = logging.getLogger("searchlab")
+    handlers, level = list(package.handlers), package.level
+
+    def main(_job):
+        logging.getLogger("searchlab.rl").info("rl: step 3/10 (ETA 0:07)")
+        logging.getLogger("searchlab.rl").warning("two\nlines")
+
+    try:
+        run_job(main, str(job))
+    finally:
+        for handler in set(package.handlers) - set(handlers):
+            package.removeHandler(handler)
+            handler.close()
+        package.setLevel(level)
+    done = threading.Event()
+    done.set()
+    caplog.clear()  # only what the relay logs
+    with caplog.at_level(logging.INFO, logger="searchlab"):
+        _relay_logs(tmp_path / "progress.log", done)
+    assert [(r.name, r.levelname, r.getMessage()) for r in caplog.records] == [
+        ("searchlab.rl", "INFO", "rl: step 3/10 (ETA 0:07)"), ("searchlab.rl", "WARNING", "two ⏎ lines")]
