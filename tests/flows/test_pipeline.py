@@ -43,7 +43,7 @@ def test_pipeline_caches_and_reruns_only_what_changed(prefect_server, tmp_path):
         summary = state.result()
         return summary, _task_states(state.state_details.flow_run_id, len(summary))
 
-    stages = ("corpus", "index", "qa", "benchmarks", "base", "sft", "evaluate")
+    stages = ("corpus", "index", "qa", "benchmarks", "base", "sft", "rl", "evaluate")
     summary, states = run()
     assert {k: v["cached"] for k, v in summary.items()} == dict.fromkeys(stages, False)
     assert states == dict.fromkeys(stages, "Completed")
@@ -51,6 +51,7 @@ def test_pipeline_caches_and_reruns_only_what_changed(prefect_server, tmp_path):
     assert summary["qa"]["counts"]["train"] > 0 and summary["benchmarks"]["counts"]["train_answer_overlap"] == 0
     assert summary["sft"]["counts"]["steps"] == 6 and (project / "data/sft/model.safetensors").is_file()
     assert summary["base"]["counts"]["pretrain_steps"] > 0 and (project / "data/base/model.safetensors").is_file()
+    _check_rl(project, summary["rl"])
     _check_evaluation(project, summary["evaluate"])
 
     summary, states = run()
@@ -58,11 +59,12 @@ def test_pipeline_caches_and_reruns_only_what_changed(prefect_server, tmp_path):
 
     summary, states = run("benchmarks.size=5")  # only the benchmarks stage reads this section, and evaluate its output
     assert states == {"corpus": "Cached", "index": "Cached", "qa": "Cached", "benchmarks": "Completed", "base": "Cached",
-                      "sft": "Cached", "evaluate": "Completed"}
+                      "sft": "Cached", "rl": "Cached", "evaluate": "Completed"}
 
     # an sft param retrains from the base model as it is: no new tokenizer, no new pretraining
     summary, states = run("benchmarks.size=5", "sft.learning_rate=0.002")
-    assert states == {**dict.fromkeys(stages[:5], "Cached"), "sft": "Completed", "evaluate": "Completed"}
+    assert states == {**dict.fromkeys(stages[:5], "Cached"), "sft": "Completed", "rl": "Completed",
+                      "evaluate": "Completed"}
 
     summary, states = run("benchmarks.size=5", "index.threads=2")  # the index and everything downstream of it
     assert states == {"corpus": "Cached", **dict.fromkeys(stages[1:], "Completed")}
@@ -86,11 +88,13 @@ def _check_evaluation(project, summary):
     results = json.loads((out / "metrics.json").read_text())
     assert list(results["benchmarks"]) == ["world-single", "flashrag-sample"]
     assert results["benchmarks"]["flashrag-sample"]["questions"] == 3
-    assert list(results["benchmarks"]["world-single"]["systems"]) == ["sft/direct", "sft/rag", "sft/agent"]
-    assert summary["counts"] == {"benchmarks": 2, "questions": 5, "shards": 6}
+    assert list(results["benchmarks"]["world-single"]["systems"]) == [
+        f"{model}/{system}" for model in ("sft", "rl") for system in ("direct", "rag", "agent")]
+    assert "rl/agent vs sft/agent" in results["benchmarks"]["world-single"]["comparisons"]
+    assert summary["counts"] == {"benchmarks": 2, "questions": 5, "shards": 12}
     for benchmark in results["benchmarks"]:
         assert {p.name for p in (out / "predictions" / benchmark).iterdir()} == {
-            "sft-direct.jsonl", "sft-rag.jsonl", "sft-agent.jsonl"}
+            f"{model}-{system}.jsonl" for model in ("sft", "rl") for system in ("direct", "rag", "agent")}
     assert "| flashrag-sample | sft/agent |" in (out / "report.md").read_text()
     assert all((out / name).read_bytes().startswith(b"\x89PNG") for name in ("em.png", "searches.png"))
 
@@ -101,6 +105,24 @@ def _check_evaluation(project, summary):
     assert (metrics["eval/world-single/sft-agent/em"], metrics["eval/world-single/sft-agent/em_low"],
             metrics["eval/world-single/sft-agent/em_high"]) == (em["mean"], em["low"], em["high"])
     assert {"eval/flashrag-sample/sft-rag/f1", "eval/world-single/sft-agent_vs_sft-rag/p_value",
+            "eval/world-single/rl-agent_vs_sft-agent/p_value",
             "throughput/sft-agent/questions_per_s", "count.shards"} <= set(metrics)
     artifacts = {a.path for a in MlflowClient(default_tracking_uri(project)).list_artifacts(run.info.run_id)}
     assert {"report.md", "em.png", "searches.png"} <= artifacts
+
+
+def _check_rl(project, summary):
+    """The rl stage's outputs, its curves in MLflow, and its registry alias."""
+    from mlflow import MlflowClient
+
+    from tasks.tracking import default_tracking_uri
+
+    out = project / "data/rl"
+    assert summary["counts"]["steps"] == 2 and (out / "model.safetensors").is_file()
+    assert {"train_log.jsonl", "curriculum.jsonl", "trajectories.jsonl", "curves.png", "samples.md"} <= {
+        p.name for p in out.iterdir()}
+    client = MlflowClient(default_tracking_uri(project))
+    run_id = json.loads((out / "manifest.json").read_text())["mlflow_run_id"]
+    assert [m.step for m in client.get_metric_history(run_id, "train/episode/outcome")] == [1, 2]
+    assert [m.step for m in client.get_metric_history(run_id, "train/curriculum/noise_p")] == [1, 2]
+    assert client.get_model_version_by_alias("searchlab-agent", "rl").run_id == run_id

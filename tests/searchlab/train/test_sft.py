@@ -149,7 +149,7 @@ def test_a_failing_worker_s_exception_is_in_the_launch_error(demos, base_model, 
         run_sft(ModelParams(), _params(), str(base_model), dev_only, tmp_path / "out", tmp_path / "work")
     message = str(failure.value)
     assert f"ValueError: {dev_only}: no training demonstrations" in message and "exit status 1" in message
-    assert 'in demo_datasets\n    raise ValueError(f"{demos_jsonl}: no training demonstrations")' in message
+    assert 'in demo_datasets\n    raise ValueError(f"{demos_jsonl}: no training demonstrations"' in message
 
 
 def _processes_running(needle: str) -> list[int]:
