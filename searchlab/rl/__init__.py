@@ -1,7 +1,9 @@
-"""Reinforcement learning of the search agent (the coming ``rl`` stage).
+"""Reinforcement learning of the search agent: the ``rl`` stage's library.
 
-So far its parts that need no trainer: :mod:`searchlab.rl.rewards` (the reward of
-one episode, built on :mod:`searchlab.scoring` and the protocol of
-:mod:`searchlab.agent`) and :mod:`searchlab.rl.advantages` (Stratified GRPO and
-IGPO, the estimators TRL lacks).
+:mod:`searchlab.rl.rewards` scores one episode (built on :mod:`searchlab.scoring`
+and the protocol of :mod:`searchlab.agent`); :mod:`searchlab.rl.advantages` has
+the estimators TRL lacks (Stratified GRPO, IGPO); :mod:`searchlab.rl.curriculum`
+chooses each step's questions and retrieval noise; :mod:`searchlab.rl.grpo`
+drives TRL's ``GRPOTrainer`` with the project's rollouts; :mod:`searchlab.rl.train`
+is the training run, :mod:`searchlab.rl.job` its worker process.
 """

@@ -34,7 +34,6 @@ Every step rolls out with its own seed (``rl.seed`` and the step).
 from __future__ import annotations
 
 import json
-import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -57,7 +56,6 @@ from searchlab.rl.advantages import (
 from searchlab.rl.curriculum import Curriculum, NoisyRetriever
 from searchlab.rl.rewards import RewardBreakdown, reward
 
-log = logging.getLogger("searchlab.rl")
 
 CURRICULUM_FILE = "curriculum.json"  # the curriculum's state, in every checkpoint folder
 

@@ -11,7 +11,6 @@ state), trains ``rl.steps`` steps and writes the policy with its tokenizer,
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from pathlib import Path
