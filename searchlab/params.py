@@ -297,6 +297,12 @@ class RolloutParams(Section):
     vllm_gpu_memory_utilization: float = Field(0.85, gt=0, le=1, description="share of GPU memory vLLM may take")
 
 
+def check_registry_alias(alias: str, section: str) -> None:
+    """Raise ValueError naming ``<section>.registry_alias`` for an alias MLflow reserves."""
+    if alias.lower() == "latest":
+        raise ValueError(f"{section}.registry_alias: 'latest' is reserved by MLflow; choose another alias")
+
+
 class SFTParams(Section):
     """Supervised fine-tuning on the demonstrations (TRL ``SFTTrainer``; loss only on the agent's own tokens)."""
 
@@ -331,8 +337,7 @@ class SFTParams(Section):
 
     @model_validator(mode="after")
     def _alias_allowed(self) -> "SFTParams":
-        if self.registry_alias.lower() == "latest":
-            raise ValueError("sft.registry_alias: 'latest' is reserved by MLflow; choose another alias")
+        check_registry_alias(self.registry_alias, "sft")
         return self
 
 
@@ -423,8 +428,7 @@ class RLParams(Section):
 
     @model_validator(mode="after")
     def _check(self) -> "RLParams":
-        if self.registry_alias.lower() == "latest":
-            raise ValueError("rl.registry_alias: 'latest' is reserved by MLflow; choose another alias")
+        check_registry_alias(self.registry_alias, "rl")
         if not self.buckets:
             raise ValueError("rl.buckets: name at least one of easy, medium, hard")
         episodes = self.questions_per_step * self.num_generations

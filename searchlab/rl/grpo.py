@@ -36,6 +36,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -148,12 +149,8 @@ class SearchEpisodes:
 
         with unwrap_model_for_generation(trainer.model_wrapped, trainer.accelerator,
                                          gather_deepspeed3_params=trainer.args.ds3_gather_for_generation) as model:
-            was_training = model.training
-            model.eval()
-            try:
+            with evaluating(model):
                 return rollout(model, self.tokenizer, retriever, questions, params)
-            finally:
-                model.train(was_training)
 
     # -- TRL's reward function
     def reward_func(self, prompts, completions, **kwargs) -> list[float]:
@@ -205,6 +202,17 @@ def episode_metrics(batch: StepBatch) -> dict[str, float]:
     }
 
 
+@contextmanager
+def evaluating(model):
+    """``model`` in eval mode inside the block, back in the mode it was in after it (training steps need train)."""
+    was_training = model.training
+    model.eval()
+    try:
+        yield model
+    finally:
+        model.train(was_training)
+
+
 def _trainer_class():
     """:class:`SearchGRPOTrainer`, defined on first use: importing TRL is slow, and this module is imported cheaply."""
     from accelerate.utils import gather_object
@@ -223,8 +231,8 @@ def _trainer_class():
             batch = self.episodes.last
             generations = self.num_generations
             rank, local = self.accelerator.process_index, len(batch.episodes)
-            rewards = gather_object([r.total for r in batch.rewards])
             if self.rl.estimator == "stratified":
+                rewards = gather_object([r.total for r in batch.rewards])
                 searches = gather_object([len(e.searches) for e in batch.episodes])
                 advantages = stratified_grpo_advantages(rewards, searches, generations, self.rl.stratified_alpha)
                 output["advantages"] = advantages[rank * local:(rank + 1) * local].to(output["advantages"].device)
@@ -242,16 +250,11 @@ def _trainer_class():
             mask = mask.cpu()
             model = self.accelerator.unwrap_model(self.model)
             gains = []
-            was_training = model.training
-            model.eval()
-            try:
-                for e, q, row in zip(batch.episodes, batch.questions, mask):
-                    answer = f"{ANSWER_OPEN} {q['answers'][0]}"
-                    width = len(e.completion_ids)  # the episode's own tokens (no appended EOS, no padding)
+            with evaluating(model):
+                for e, q in zip(batch.episodes, batch.questions):  # the episode's own tokens: no EOS, no padding
                     gains.append(information_gains(model, self.episodes.tokenizer, e.prompt_ids, e.completion_ids,
-                                                   [1 - m for m in e.env_mask], answer).tolist() if width else [])
-            finally:
-                model.train(was_training)
+                                                   [1 - m for m in e.env_mask], f"{ANSWER_OPEN} {q['answers'][0]}")
+                                 .tolist() if e.completion_ids else [])
             adds = igpo_token_advantages(gains, turn_index(mask), mask, self.rl.igpo_weight)
             flat_gains = [g for row in gains for g in row]
             # straight into this step's metrics: the pending ones were flushed before the advantages are made

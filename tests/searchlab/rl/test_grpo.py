@@ -12,7 +12,12 @@ from searchlab.params import RLParams, RolloutParams
 from searchlab.rl.grpo import CURRICULUM_FILE, trl_batch
 from searchlab.rl.train import build_trainer, train_rl
 from tests.searchlab.agent.conftest import counting_bm25
-from tests.searchlab.agent.test_rollout import DOCS, make_model, make_tokenizer
+from tests.searchlab.agent.test_rollout import (  # noqa: F401  (one_thread: the same autouse fixture)
+    DOCS,
+    make_model,
+    make_tokenizer,
+    one_thread,
+)
 
 QUESTIONS = [
     ("q1", "Who discovered penicillin?", ["Alexander Fleming"], ["fleming"], "easy"),
@@ -23,14 +28,6 @@ QUESTIONS = [
     ("q6", "What game has a checkered board?", ["Chess"], ["chess"], "hard"),
 ]
 ROLLOUT = RolloutParams(max_new_tokens=12, max_turns=3, topk=2, max_information_tokens=64, batch_size=8)
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 @pytest.fixture(scope="module")
