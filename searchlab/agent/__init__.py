@@ -33,7 +33,7 @@ from searchlab.agent.protocol import (
     render_demonstration,
     step,
 )
-from searchlab.agent.rollout import Rollout, encode_completion, encode_prompt, summarize
+from searchlab.agent.rollout import Rollout, agent_prompt, chat_prompt, encode_completion, encode_prompt, summarize
 
 __all__ = [
     "ANSWER_CLOSE",
@@ -62,6 +62,8 @@ __all__ = [
     "render_demonstration",
     "step",
     "Rollout",
+    "agent_prompt",
+    "chat_prompt",
     "encode_completion",
     "encode_prompt",
     "summarize",

@@ -95,6 +95,21 @@ class Rollout:
     seconds: float | None = None
 
 
+def chat_prompt(tokenizer: Any, message: str) -> str:
+    """The prompt text for the user message ``message``: its turn in ``tokenizer``'s chat template with the
+    assistant's turn opened, where the tokenizer has a template (an instruct model, as Search-R1 prompts
+    Qwen2.5-Instruct); ``message`` itself for a tokenizer without one (a base model, the tiny model)."""
+    if not getattr(tokenizer, "chat_template", None):
+        return message
+    return tokenizer.apply_chat_template([{"role": "user", "content": message}], tokenize=False,
+                                         add_generation_prompt=True)
+
+
+def agent_prompt(tokenizer: Any, question: str) -> str:
+    """The agent's prompt for ``question``: :func:`~searchlab.agent.protocol.instruction` via :func:`chat_prompt`."""
+    return chat_prompt(tokenizer, instruction(question))
+
+
 def encode_prompt(tokenizer: Any, text: str) -> list[int]:
     """Token ids of a prompt: the tokenizer's default encoding, special tokens as it adds them (e.g. a BOS).
 
@@ -343,8 +358,8 @@ def rollout(
 ) -> list[Rollout]:
     """Run the agent on ``questions``; one :class:`Rollout` per question, in order.
 
-    ``prompts[i]`` (e.g. a chat-templated :func:`instruction`) is the prompt
-    text; by default ``instruction(question)``. Questions go in chunks of
+    ``prompts[i]`` is the prompt text; by default :func:`agent_prompt` (the
+    instruction, in the chat template where the tokenizer has one). Questions go in chunks of
     ``params.batch_size``; within a chunk all unfinished episodes generate each
     turn together (up to ``params.max_new_tokens`` tokens) and their searches go
     to ``retriever`` in one call per turn, ``params.topk`` passages each, an
@@ -399,7 +414,7 @@ def rollout(
 
     results = []
     for i, question in enumerate(questions):
-        prompt = prompts[i] if prompts is not None else instruction(question)
+        prompt = prompts[i] if prompts is not None else agent_prompt(tokenizer, question)
         if force_answer:
             prompt += ANSWER_OPEN
         results.append(Rollout(question, prompt, prompt_ids=encode_prompt(tokenizer, prompt)))

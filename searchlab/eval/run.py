@@ -37,15 +37,18 @@ COMPARISONS = (("agent", "rag"), ("agent", "direct"))
 
 
 def comparisons(models: Sequence[str], systems: Sequence[str]) -> list[tuple[str, str]]:
-    """The paired tests, as ``(a, b)`` system keys: within each model :data:`COMPARISONS`, then every later model
-    against the first with the same system (``rl/agent`` vs ``sft/agent``: did training beyond the first help?).
+    """The paired tests, as ``(a, b)`` system keys: within each model :data:`COMPARISONS`, then every model
+    against each earlier one with the same system (``rl/agent`` vs ``sft/agent``: did the later training help?).
 
     >>> comparisons(["sft", "rl"], ["agent"])
     [('rl/agent', 'sft/agent')]
+    >>> comparisons(["base", "sft", "rl"], ["agent"])
+    [('sft/agent', 'base/agent'), ('rl/agent', 'base/agent'), ('rl/agent', 'sft/agent')]
     """
     pairs = [(f"{name}/{a}", f"{name}/{b}") for name in models for a, b in COMPARISONS
              if a in systems and b in systems]
-    pairs += [(f"{later}/{system}", f"{models[0]}/{system}") for later in models[1:] for system in systems]
+    pairs += [(f"{later}/{system}", f"{earlier}/{system}") for j, later in enumerate(models)
+              for earlier in models[:j] for system in systems]
     return pairs
 
 

@@ -35,9 +35,8 @@ from searchlab.agent.protocol import (
     SEARCH_CLOSE,
     SEARCH_OPEN,
     information_block,
-    instruction,
 )
-from searchlab.agent.rollout import Rollout, encode_completion, rollout
+from searchlab.agent.rollout import Rollout, agent_prompt, encode_completion, rollout
 from searchlab.params import RolloutParams
 from searchlab.retrieval.base import Retriever
 
@@ -68,7 +67,7 @@ def rag_prompts(tokenizer: Any, retriever: Retriever, questions: list[str],
     not part of them: :func:`run_system` has the rollout append it.
     """
     results = retriever.search(questions, params.topk)
-    prompts = [instruction(question) + f"{SEARCH_OPEN} {question.strip()} {SEARCH_CLOSE}"
+    prompts = [agent_prompt(tokenizer, question) + f"{SEARCH_OPEN} {question.strip()} {SEARCH_CLOSE}"
                + information_block(hits, params.max_information_tokens,
                                    lambda text: len(encode_completion(tokenizer, text)))
                for question, hits in zip(questions, results)]

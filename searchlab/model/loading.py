@@ -1,7 +1,8 @@
 """Open a causal language model and its tokenizer: one code path for the tiny model and real checkpoints.
 
 ``path`` is a local Hugging Face model folder (the bootstrapped ``tiny`` one or a
-downloaded checkpoint such as Qwen2.5) or, where the hub is reachable, a hub id.
+downloaded checkpoint such as Qwen2.5), a GGUF file or packaged checkpoint
+(:mod:`searchlab.model.gguf`), or, where the hub is reachable, a hub id.
 Everything goes through ``AutoTokenizer`` / ``AutoModelForCausalLM``; nothing
 here special-cases the tiny model.
 """
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from searchlab.agent.protocol import SPECIAL_TOKENS  # noqa: E402
+from searchlab.model.gguf import gguf_file, load_gguf  # noqa: E402
 
 if TYPE_CHECKING:
     from searchlab.params import ModelParams, RolloutParams
@@ -103,11 +105,12 @@ def load_tokenizer(path: str, trust_remote_code: bool = False):
     """
     from transformers import AutoTokenizer
 
-    source, extra = _source(path)
+    gguf = gguf_file(str(path))
+    source, extra = (str(gguf.parent), {"gguf_file": gguf.name}) if gguf else _source(path)
     try:
         tokenizer = AutoTokenizer.from_pretrained(source, trust_remote_code=trust_remote_code, **extra)
     except (OSError, ValueError) as err:
-        if extra:  # a hub id: say why it could not be fetched
+        if extra and not gguf:  # a hub id: say why it could not be fetched
             raise _not_found(path, "tokenizer", err) from err
         raise OSError(f"could not load a tokenizer from the folder {source!r}: {err}") from err
     if tokenizer.pad_token is None and tokenizer.eos_token is not None:
@@ -125,16 +128,22 @@ def load_model(path: str, trust_remote_code: bool = False, dtype: str = "auto", 
     """
     from transformers import AutoModelForCausalLM
 
-    tokenizer = load_tokenizer(path, trust_remote_code=trust_remote_code)
-    source, extra = _source(path)
     device = _resolve_device(device)
-    try:
-        model = AutoModelForCausalLM.from_pretrained(
-            source, trust_remote_code=trust_remote_code, dtype=pick_dtype(dtype, device), **extra)
-    except (OSError, ValueError) as err:
-        if extra:
-            raise _not_found(path, "model", err) from err
-        raise OSError(f"could not load a causal language model from the folder {source!r}: {err}") from err
+    gguf = gguf_file(str(path))
+    if gguf is not None:  # de-quantised on every load: the base stage converts it once for training
+        model, tokenizer = load_gguf(gguf, pick_dtype(dtype, device))
+        if tokenizer.pad_token is None and tokenizer.eos_token is not None:
+            tokenizer.pad_token = tokenizer.eos_token
+    else:
+        tokenizer = load_tokenizer(path, trust_remote_code=trust_remote_code)
+        source, extra = _source(path)
+        try:
+            model = AutoModelForCausalLM.from_pretrained(
+                source, trust_remote_code=trust_remote_code, dtype=pick_dtype(dtype, device), **extra)
+        except (OSError, ValueError) as err:
+            if extra:
+                raise _not_found(path, "model", err) from err
+            raise OSError(f"could not load a causal language model from the folder {source!r}: {err}") from err
     model.to(device)
     model.eval()
     # generate() warns, and pads with the wrong id, when the checkpoint names no pad token.

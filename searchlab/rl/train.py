@@ -18,7 +18,14 @@ from pathlib import Path
 from searchlab.jsonl import iter_jsonl, read_jsonl, write_jsonl
 from searchlab.params import ModelParams, RLParams, RolloutParams
 from searchlab.rl.curriculum import Curriculum
-from searchlab.train.common import resume_point, run_figures, tokens_seen, trainer_settings
+from searchlab.train.common import (
+    peft_config,
+    resume_point,
+    run_figures,
+    save_trained,
+    tokens_seen,
+    trainer_settings,
+)
 from searchlab.train.launch import launch
 
 log = logging.getLogger("searchlab.rl")
@@ -112,7 +119,7 @@ def build_trainer(rl: RLParams, rollout: RolloutParams, model, tokenizer, retrie
     episodes = SearchEpisodes(tokenizer, retriever, curriculum, rollout, rl, distractors, work_dir / "trajectories",
                               keep_every=max(1, rl.steps // 10))
     args = GRPOConfig(
-        **trainer_settings(checkpoint_dir, rl.seed, rl.save_steps, rl.logging_steps),
+        **trainer_settings(checkpoint_dir, rl.seed, rl.save_steps, rl.logging_steps, rl.gradient_checkpointing),
         # one rollout batch per optimizer step, in grad_accum micro-batches
         max_steps=rl.steps, per_device_train_batch_size=rl.questions_per_step * rl.num_generations // rl.grad_accum,
         gradient_accumulation_steps=rl.grad_accum, steps_per_generation=rl.grad_accum, num_generations=rl.num_generations, learning_rate=rl.learning_rate,
@@ -128,7 +135,7 @@ def build_trainer(rl: RLParams, rollout: RolloutParams, model, tokenizer, retrie
     # one slot per question drawn: the curriculum fills the slots of each step when they are rolled out
     slots = Dataset.from_dict({"prompt": [str(i) for i in range(rl.steps * rl.questions_per_step)]})
     trainer = make_trainer(model=model, args=args, train_dataset=slots, processing_class=tokenizer,
-                           callbacks=callbacks, episodes=episodes, rl=rl)
+                           callbacks=callbacks, episodes=episodes, rl=rl, peft_config=peft_config(rl.lora))
     return trainer, resume
 
 
@@ -148,7 +155,8 @@ def train_rl(rl: RLParams, rollout: RolloutParams, model, tokenizer, retriever, 
     tokens_before, started = tokens_seen(resume), time.perf_counter()
     trainer.train(resume_from_checkpoint=resume)
     seconds = time.perf_counter() - started
-    trainer.save_model(str(out_dir))
+    trainable = sum(t.numel() for t in trainer.model.parameters() if t.requires_grad)
+    save_trained(trainer, out_dir)
     if not trainer.is_world_process_zero():
         return None
     tokenizer.save_pretrained(str(out_dir))
@@ -165,7 +173,7 @@ def train_rl(rl: RLParams, rollout: RolloutParams, model, tokenizer, retriever, 
                "rollout_seconds": round(episodes.timings["rollout"], 2),
                "reward_seconds": round(episodes.timings["reward"], 2),
                "questions": len(episodes.curriculum.questions),
-               "parameters": sum(t.numel() for t in model.parameters())}
+               "parameters": sum(t.numel() for t in model.parameters()), "trainable_parameters": trainable}
     if rows:
         tail = rows[-max(1, len(rows) // 10):]  # the last tenth of the run: where the policy ended up
         figures["final_reward"] = round(sum(r["reward"] for r in tail) / len(tail), 4)

@@ -122,26 +122,22 @@ class ModelSolver:
 
     # ------------------------------------------------------------ hf
     def _load_hf(self) -> None:
-        _offline()
         import torch
-        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        from searchlab.model import load_model
 
         p = self.params
-        self.device, dtype = _device_and_dtype()
-        self.tokenizer = AutoTokenizer.from_pretrained(p.model, trust_remote_code=p.trust_remote_code)
+        # one loading path with the agent: a folder, a hub id, or a GGUF / packaged checkpoint (smollm2-135m-instruct)
+        self.model, self.tokenizer = load_model(p.model, p.trust_remote_code)
+        self.device = self.model.device
         # Decoder-only models continue from the last position, so padding must go on the left.
         self.tokenizer.padding_side = "left"
-        if self.tokenizer.pad_token is None:
-            self.tokenizer.pad_token = self.tokenizer.eos_token
-        self.model = AutoModelForCausalLM.from_pretrained(
-            p.model, trust_remote_code=p.trust_remote_code, dtype=dtype).to(self.device).eval()
         torch.manual_seed(0)  # sampled answers are reproducible run to run
 
     def _render(self, prompt: str) -> str:
-        if getattr(self.tokenizer, "chat_template", None):
-            return self.tokenizer.apply_chat_template(
-                [{"role": "user", "content": prompt}], tokenize=False, add_generation_prompt=True)
-        return prompt
+        from searchlab.agent.rollout import chat_prompt
+
+        return chat_prompt(self.tokenizer, prompt)
 
     def _answer_hf(self, prompts: list[str]) -> list[list[str]]:
         import torch

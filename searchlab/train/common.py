@@ -12,13 +12,15 @@ from typing import Any
 log = logging.getLogger(__name__)
 
 
-def trainer_settings(checkpoint_dir: Path, seed: int, save_steps: int, logging_steps: int) -> dict[str, Any]:
+def trainer_settings(checkpoint_dir: Path, seed: int, save_steps: int, logging_steps: int,
+                     gradient_checkpointing: bool | None = None) -> dict[str, Any]:
     """Keyword arguments for ``SFTConfig`` that SFT and pretraining share.
 
     Checkpoints keep optimizer, scheduler and RNG states (what makes a resume
     exact), the two newest are kept; bf16 mixed precision on GPUs that have it.
-    Gradient checkpointing (TRL's default) saves GPU memory on a real model; on
-    a CPU, which trains the tiny model, it only recomputes the forward pass.
+    Gradient checkpointing (TRL's default; ``gradient_checkpointing`` None)
+    saves GPU memory on a real model; on a CPU it is off unless asked for, as
+    it only recomputes the forward pass there.
     """
     import torch
 
@@ -27,9 +29,35 @@ def trainer_settings(checkpoint_dir: Path, seed: int, save_steps: int, logging_s
         output_dir=str(checkpoint_dir), seed=seed, data_seed=seed, report_to=[], lr_scheduler_type="cosine",
         save_steps=save_steps, save_total_limit=2, save_only_model=False, logging_steps=logging_steps,
         bf16=cuda and torch.cuda.is_bf16_supported(), use_cpu=not cuda, dataloader_num_workers=0,
-        gradient_checkpointing=cuda,
+        gradient_checkpointing=cuda if gradient_checkpointing is None else gradient_checkpointing,
         include_num_input_tokens_seen="non_padding",
     )
+
+
+def peft_config(lora) -> Any:
+    """TRL's ``peft_config`` for ``lora`` (a :class:`searchlab.params.LoraParams`): a causal-LM ``LoraConfig``, or
+    None when LoRA is off (full fine-tuning)."""
+    if not lora.enabled:
+        return None
+    from peft import LoraConfig
+
+    return LoraConfig(task_type="CAUSAL_LM", r=lora.r, lora_alpha=lora.alpha, lora_dropout=lora.dropout,
+                      target_modules=lora.target_modules)
+
+
+def save_trained(trainer, out_dir: Path) -> None:
+    """Save the trained model to ``out_dir`` as a plain Hugging Face folder, from the main process only.
+
+    A LoRA run's adapters are merged into the weights first: downstream stages
+    (RL, evaluation, the registry) load an ordinary checkpoint, whichever way it
+    was trained.
+    """
+    model = trainer.accelerator.unwrap_model(trainer.model)
+    if not hasattr(model, "merge_and_unload"):
+        trainer.save_model(str(out_dir))
+        return
+    if trainer.is_world_process_zero():
+        model.merge_and_unload().save_pretrained(str(out_dir))
 
 
 # what the Trainer can load a checkpoint's model from: full or sharded weights, LoRA adapters, or the states

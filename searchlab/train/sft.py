@@ -19,14 +19,16 @@ from pathlib import Path
 from typing import get_args
 
 from searchlab.agent.protocol import environment_spans
-from searchlab.agent.rollout import encode_completion, encode_prompt
+from searchlab.agent.rollout import chat_prompt, encode_completion, encode_prompt
 from searchlab.corpus.importers import split_contents
 from searchlab.jsonl import iter_jsonl, read_jsonl
 from searchlab.params import Bucket, ModelParams, SFTParams
 from searchlab.train.common import (
     make_trainer,
+    peft_config,
     resume_point,
     run_figures,
+    save_trained,
     tokens_seen,
     trainer_settings,
 )
@@ -39,10 +41,14 @@ IGNORE = -100  # the label PyTorch's cross-entropy skips
 def encode_demo(tokenizer, prompt: str, completion: str, max_length: int) -> dict[str, list[int]]:
     """``{"input_ids", "labels"}`` for one demonstration; labels are ``-100`` on the prompt and environment text.
 
+    ``prompt`` is the user message (the demonstrations store the bare
+    instruction); it goes through the tokenizer's chat template where it has one
+    (:func:`~searchlab.agent.rollout.chat_prompt`), as live rollouts prompt.
     The completion ends with the tokenizer's EOS (learned, so the agent stops
-    after its answer). Longer examples keep their start, up to ``max_length``.
+    after its answer; an instruct model's end of turn). Longer examples keep
+    their start, up to ``max_length``.
     """
-    ids = encode_prompt(tokenizer, prompt)
+    ids = encode_prompt(tokenizer, chat_prompt(tokenizer, prompt))
     labels = [IGNORE] * len(ids)
     position = 0
     for start, end in environment_spans(completion) + [(len(completion), len(completion))]:
@@ -128,7 +134,8 @@ def train_sft(params: SFTParams, model, tokenizer, demos_jsonl: Path, out_dir: P
                                params.seed, None if every else params.buckets)
     resume = resume_point(checkpoint_dir)
     args = SFTConfig(
-        **trainer_settings(checkpoint_dir, params.seed, params.save_steps, params.logging_steps),
+        **trainer_settings(checkpoint_dir, params.seed, params.save_steps, params.logging_steps,
+                           params.gradient_checkpointing),
         num_train_epochs=params.epochs, max_steps=params.max_steps,
         per_device_train_batch_size=params.batch_size, per_device_eval_batch_size=params.batch_size,
         gradient_accumulation_steps=params.grad_accum, learning_rate=params.learning_rate,
@@ -139,11 +146,12 @@ def train_sft(params: SFTParams, model, tokenizer, demos_jsonl: Path, out_dir: P
         train_sampling_strategy="group_by_length",
     )
     trainer = make_trainer(params.seed, model=model, args=args, train_dataset=train, eval_dataset=dev,
-                           processing_class=tokenizer, callbacks=callbacks)
+                           processing_class=tokenizer, callbacks=callbacks, peft_config=peft_config(params.lora))
+    trainable = sum(t.numel() for t in trainer.model.parameters() if t.requires_grad)
     tokens_before, started = tokens_seen(resume), time.perf_counter()
     result = trainer.train(resume_from_checkpoint=resume)
     seconds = time.perf_counter() - started
-    trainer.save_model(str(out_dir))  # saves from the main process only
+    save_trained(trainer, out_dir)
     if not trainer.is_world_process_zero():
         return None
     tokenizer.save_pretrained(str(out_dir))
@@ -153,7 +161,8 @@ def train_sft(params: SFTParams, model, tokenizer, demos_jsonl: Path, out_dir: P
     evals = [row["eval_loss"] for row in history if "eval_loss" in row]
     figures = {**run_figures(trainer, resume, tokens_before, seconds), "train_examples": len(train),
                "dev_examples": len(dev) if dev is not None else 0, "train_loss": round(result.training_loss, 4),
-               "parameters": sum(t.numel() for t in model.parameters())}
+               "parameters": sum(t.numel() for t in model.parameters()),
+               "trainable_parameters": trainable}
     if evals:
         figures["eval_loss"] = round(evals[-1], 4)
     return figures

@@ -94,4 +94,4 @@ def test_every_model_stage_is_an_upstream_of_evaluate_and_a_model_source_by_its_
     from tasks.registry import MODEL_STAGES
 
     assert MODEL_STAGES == ("sft", "rl")
-    assert set(MODEL_STAGES) == set(MODEL_UPSTREAM) <= set(STAGE.upstream)
+    assert set(MODEL_STAGES) | {"base"} == set(MODEL_UPSTREAM) <= set(STAGE.upstream)

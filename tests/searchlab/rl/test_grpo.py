@@ -176,3 +176,32 @@ def test_grad_accum_splits_each_step_s_rollout_batch_into_micro_batches(world, t
     kept = sorted(path.name for path in (tmp_path / "work/trajectories").glob("*.jsonl"))
     assert kept == ["step-000000.jsonl", "step-000001.jsonl"]  # one rollout batch per optimizer step
     assert all(len((tmp_path / "work/trajectories" / name).read_text().splitlines()) == 6 for name in kept)
+
+
+def test_a_lora_policy_trains_only_its_adapters_resumes_from_them_and_is_saved_merged(world, tokenizer, tmp_path):
+    """rl.lora: TRL wraps the policy in peft adapters; checkpoints hold the adapters (the unit of resume), and the
+    saved policy is a plain model with the adapters merged in, equal to the uninterrupted run's. (That merging
+    changes exactly the adapted weights is shown with SmolLM2 and SFT in tests/searchlab/model/test_smollm2.py:
+    this random tiny policy never earns a reward, so its GRPO advantages are zero.)"""
+    from searchlab.model import load_model
+
+    questions, corpus, retriever = world
+    rl = _rl(lora={"enabled": True, "r": 4, "alpha": 8, "target_modules": ["q_proj", "v_proj"]})
+    straight = train_rl(rl, ROLLOUT, _model(tokenizer), tokenizer, retriever, questions, corpus, tmp_path / "a",
+                        tmp_path / "a-work")
+    assert 0 < straight["trainable_parameters"] < straight["parameters"] / 10
+    with pytest.raises(KeyboardInterrupt):
+        train_rl(rl, ROLLOUT, _model(tokenizer), tokenizer, retriever, questions, corpus, tmp_path / "b",
+                 tmp_path / "b-work", callbacks=[_Interrupt()])
+    assert (tmp_path / "b-work/checkpoints/checkpoint-2/adapter_model.safetensors").is_file()
+    resumed = train_rl(rl, ROLLOUT, _model(tokenizer), tokenizer, retriever, questions, corpus, tmp_path / "b",
+                       tmp_path / "b-work")
+    assert resumed["resumed_from_step"] == 2
+
+    assert not list((tmp_path / "a").glob("adapter_*"))
+    a, _ = load_model(str(tmp_path / "a"))
+    b, _ = load_model(str(tmp_path / "b"))
+    start = make_model(tokenizer).state_dict()
+    assert type(a) is type(make_model(tokenizer)) and a.state_dict().keys() == start.keys()  # no lora_A/lora_B left
+    for (name, x), (_, y) in zip(a.state_dict().items(), b.state_dict().items()):
+        assert torch.allclose(x, y, atol=1e-6), name
