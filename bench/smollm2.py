@@ -11,7 +11,12 @@ benchmarks stage's held-out questions:
    held-out questions: the model's own generated tokens per second.
 2. ``train``: ``--steps`` SFT steps of the profile's ``sft`` params with LoRA and with full fine-tuning, each
    with and without gradient checkpointing: tokens the loss read per second, and peak RSS of this process.
-3. ``em``: full fine-tuning and LoRA, each trained for ``--budget`` seconds of wall time from the base model,
+3. ``knowledge``: closed-book EM and cover-EM of the base model on ``examples/eval/general-knowledge.jsonl``
+   (real-world questions) with the consensus filter's plain question prompt (``backend: hf`` closed-book
+   solver), beside the evaluate stage's ``direct`` system, which asks inside the agent's search instruction.
+4. ``rl-memory``: one GRPO step of the profile's ``rl`` params from ``data/sft``, in a fresh process per
+   ``rl.grad_accum`` of 1 and 4: seconds and peak RSS (the step's log-probabilities over a 49k vocabulary).
+5. ``em``: full fine-tuning and LoRA, each trained for ``--budget`` seconds of wall time from the base model,
    then the agent's exact match on the same ``--questions`` held-out questions (greedy).
 
 Prints one line per figure and a JSON line with all of them.
@@ -22,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import resource
+import subprocess
 import sys
 import tempfile
 import time
@@ -77,6 +83,40 @@ class StopAfter:
         return _Stop()
 
 
+def knowledge_figures(folder: str, path: Path) -> dict:
+    from searchlab.jsonl import read_jsonl
+    from searchlab.params import SolverParams
+    from searchlab.scoring import cover_exact_match, exact_match
+    from searchlab.synth.models import ModelSolver
+
+    records = read_jsonl(path)
+    solver = ModelSolver(SolverParams(name="smollm2", role="closed_book", backend="hf", model=folder))
+    with solver:
+        answers = [a[0] for a in solver.answer([r["question"] for r in records], [[] for _ in records])]
+    n = len(records)
+    return {"questions": n, "em": round(sum(exact_match(a, r["answer"]) for a, r in zip(answers, records)) / n, 3),
+            "cover_em": round(sum(cover_exact_match(a, r["answer"]) for a, r in zip(answers, records)) / n, 3),
+            "examples": [f"{r['question']} -> {a}" for a, r in zip(answers[:5], records)]}
+
+
+def rl_step(params, accum: int) -> dict:
+    """One GRPO step with ``rl.grad_accum = accum`` in this process: seconds, peak RSS, tokens/s."""
+    from searchlab.model import load_model
+    from searchlab.retrieval import open_retriever
+    from searchlab.rl.train import train_rl
+
+    data = ROOT / params.runtime.data_dir
+    rl = params.rl.model_copy(update={"grad_accum": accum, "steps": 1, "samples": 0})
+    model, tokenizer = load_model(str(data / "sft"), dtype=params.model.dtype, device="cpu")
+    with open_retriever(params.retriever, data / "index") as retriever, tempfile.TemporaryDirectory() as tmp:
+        started = time.perf_counter()
+        figures = train_rl(rl, params.rollout, model.train(), tokenizer, retriever, data / "qa" / "train.jsonl",
+                           data / "corpus" / "corpus.jsonl", Path(tmp) / "out", Path(tmp) / "work")
+    return {"grad_accum": accum, "seconds": round(time.perf_counter() - started, 1),
+            "peak_rss_gb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 2),
+            "tokens_per_s": figures["tokens_per_s"]}
+
+
 def train(params, start: str, demos: Path, out_dir: Path, *, lora: bool, checkpointing: bool,
           max_steps: int, budget: float | None = None) -> dict:
     from searchlab.model import load_model
@@ -85,7 +125,9 @@ def train(params, start: str, demos: Path, out_dir: Path, *, lora: bool, checkpo
     sft = params.sft.model_copy(update={
         "lora": params.sft.lora.model_copy(update={"enabled": lora}), "gradient_checkpointing": checkpointing,
         "max_steps": max_steps, "save_steps": 10**6, "eval_steps": 10**6, "learning_rate": (
-            params.sft.learning_rate if lora else FULL_LEARNING_RATE)})
+            params.sft.learning_rate if lora else FULL_LEARNING_RATE),
+        # no warm-up: a share of max_steps would be most of a time-budgeted run, whose max_steps is a bound only
+        "warmup_ratio": 0.0})
     model, tokenizer = load_model(start, dtype=params.model.dtype, device="cpu")
     callbacks = [StopAfter(budget)] if budget else None
     figures = train_sft(sft, model, tokenizer, demos, out_dir, out_dir / "checkpoints", callbacks=callbacks)
@@ -93,17 +135,19 @@ def train(params, start: str, demos: Path, out_dir: Path, *, lora: bool, checkpo
 
 
 # LoRA's adapters start at zero and take a larger step than full fine-tuning of a pretrained model can bear
-FULL_LEARNING_RATE = 2e-5
+FULL_LEARNING_RATE = 5e-5
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--params", default="params/smollm2.yaml")
-    parser.add_argument("--parts", nargs="+", default=["rollout", "train", "em"], choices=["rollout", "train", "em"])
+    parser.add_argument("--parts", nargs="+", default=["rollout", "train", "knowledge", "rl-memory", "em"],
+                        choices=["rollout", "train", "knowledge", "rl-memory", "em"])
     parser.add_argument("--questions", type=int, default=40, help="held-out questions for rollouts and EM")
     parser.add_argument("--steps", type=int, default=4, help="SFT steps per throughput measurement")
     parser.add_argument("--budget", type=float, default=360, help="training seconds per method for the EM part")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--rl-step", type=int, help=argparse.SUPPRESS)  # internal: one RL step in this process
     args = parser.parse_args()
 
     import torch
@@ -117,6 +161,9 @@ def main() -> None:
     base, demos = str(data / "base"), data / "qa" / "demos.jsonl"
     if not (data / "base" / "config.json").is_file():
         sys.exit(f"no converted model in {data / 'base'}: run `searchlab run base --params {args.params}` first")
+    if args.rl_step:
+        print(json.dumps(rl_step(params, args.rl_step)))
+        return
     questions = held_out(data, args.questions)
     figures: dict = {"questions": len(questions), "threads": args.threads}
     with open_retriever(params.retriever, data / "index") as retriever, tempfile.TemporaryDirectory() as tmp:
@@ -130,6 +177,16 @@ def main() -> None:
                     figures[name] = train(params, base, demos, Path(tmp) / name, lora=lora,
                                           checkpointing=checkpointing, max_steps=args.steps)
                     print(f"train {name}:", json.dumps(figures[name]), flush=True)
+        if "knowledge" in args.parts:
+            figures["knowledge"] = knowledge_figures(base, ROOT / "examples" / "eval" / "general-knowledge.jsonl")
+            print("closed-book knowledge (base model):", json.dumps(figures["knowledge"]), flush=True)
+        if "rl-memory" in args.parts:
+            for accum in (1, 4):  # a fresh process each: peak RSS is per process
+                out = subprocess.run([sys.executable, __file__, "--params", args.params, "--threads",
+                                      str(args.threads), "--rl-step", str(accum)], capture_output=True, text=True,
+                                     check=True).stdout
+                figures[f"rl-grad_accum-{accum}"] = json.loads(out.strip().splitlines()[-1])
+                print(f"rl step, grad_accum {accum}:", json.dumps(figures[f"rl-grad_accum-{accum}"]), flush=True)
         if "em" in args.parts:
             for lora in (True, False):
                 name = f"{'lora' if lora else 'full'}-{int(args.budget)}s"

@@ -27,8 +27,9 @@ PACKAGED: dict[str, tuple[str, str]] = {
 }
 
 
-def gguf_file(name_or_path: str) -> Path | None:
-    """The GGUF file ``name_or_path`` names (a :data:`PACKAGED` name or a ``.gguf`` path), None for anything else.
+def gguf_file(name_or_path: str, root: Path | None = None) -> Path | None:
+    """The GGUF file ``name_or_path`` names (a :data:`PACKAGED` name or a ``.gguf`` path, relative to ``root``
+    when given), None for anything else.
 
     Raises FileNotFoundError naming the package to install, or the missing path.
     """
@@ -44,6 +45,8 @@ def gguf_file(name_or_path: str) -> Path | None:
         return path
     if name_or_path.lower().endswith(".gguf"):
         path = Path(name_or_path).expanduser()
+        if root is not None and not path.is_absolute():
+            path = root / path
         if not path.is_file():
             raise FileNotFoundError(f"model {name_or_path!r}: no such GGUF file ({path.resolve()})")
         return path

@@ -33,11 +33,13 @@ from searchlab.train.launch import launch
 POINTER = "base.json"  # in a base folder that holds no model: {"name_or_path": ...}
 
 
-def build_base(model: ModelParams, corpus_jsonl: Path, demos_jsonl: Path, out_dir: Path, work_dir: Path) -> dict:
+def build_base(model: ModelParams, corpus_jsonl: Path, demos_jsonl: Path, out_dir: Path, work_dir: Path,
+               root: Path | None = None) -> dict:
     """Make the starting model in ``out_dir`` (see the module doc); return its figures (``pretrain_*`` for the
-    pretraining). ``work_dir`` keeps the initial model and the pretraining checkpoints, so a rerun after a crash
-    continues the pretraining where it stopped."""
-    gguf = gguf_file(model.name_or_path)
+    pretraining, ``convert_seconds`` etc. for a GGUF checkpoint). ``work_dir`` keeps the initial model and the
+    pretraining checkpoints, so a rerun after a crash continues the pretraining where it stopped. A relative
+    ``.gguf`` path is relative to ``root``."""
+    gguf = gguf_file(model.name_or_path, root)
     if gguf is not None:
         return convert_gguf(gguf, out_dir, pick_dtype(model.dtype))
     if model.name_or_path != "tiny":
