@@ -173,6 +173,9 @@ class DemoParams(Section):
 
     topk: int = Field(3, ge=1, description="passages per <information> block (as the agent will see them)")
     max_rephrasings: int = Field(2, ge=0, description="other phrasings tried when a search misses the needed passage")
+    proposer: bool = Field(True, description="also write the search self-play proposer's demonstrations (answer -> "
+                                             "searches back along the evidence chain -> the question), so SFT "
+                                             "teaches both roles; single, bridge and compose questions")
 
 
 class QAParams(Section):
@@ -459,6 +462,74 @@ class RLParams(Section):
         return self
 
 
+# ---------------------------------------------------------------- selfplay
+class SelfPlayParams(Section):
+    """Search self-play (SSP): the sft policy proposes questions, retrieval verifies them, and it learns to solve them.
+
+    Each round is one optimizer step of the rl stage's GRPO trainer over both roles' episodes; the optimisation
+    settings mean what they mean under ``rl``.
+    """
+
+    rounds: int = Field(4, ge=1, description="propose -> verify -> solve -> update rounds; a round is the unit of "
+                                             "resume")
+    proposals_per_round: int = Field(4, ge=1, description="seed answers per round (per process); the proposer "
+                                                          "writes num_generations questions for each")
+    solver_questions: int = Field(4, ge=1, description="verified questions the solver trains on per round (this "
+                                                       "round's first, then earlier rounds' kept questions)")
+    num_generations: int = Field(4, ge=2, description="the GRPO group of both roles: proposals per seed answer, "
+                                                      "solver episodes per question (its success rate s)")
+    proposer_reward: Literal["1-s", "4s(1-s)"] = Field(
+        "1-s", description="reward of a verified question: 1 - s (SSP), or 4s(1 - s) (highest at s = 0.5)")
+    invalid_reward: float = Field(-1.0, le=0, description="reward of a proposal that fails verification")
+    max_question_words: int = Field(40, ge=3, description="a longer proposed question fails verification")
+    seed: int = 0
+    learning_rate: float = Field(1e-4, gt=0)
+    warmup_ratio: float = Field(0.0, ge=0, lt=1)
+    max_grad_norm: float = Field(1.0, gt=0)
+    temperature: float = Field(1.0, gt=0, description="sampling temperature of both roles' training episodes")
+    loss_type: Literal["grpo", "dr_grpo", "dapo", "bnpo", "cispo", "sapo"] = "grpo"
+    scale_rewards: Literal["group", "batch", "none"] = "group"
+    beta: float = Field(0.0, ge=0, description="KL coefficient to the sft policy; 0 loads no reference")
+    epsilon: float = Field(0.2, gt=0)
+    grad_accum: int = Field(1, ge=1, description="micro-batches each round's episodes are split into")
+    reward: RewardParams = RewardParams()
+    keep_checkpoints: int | None = Field(None, ge=1, description="round checkpoints kept in the work folder; null: "
+                                                                  "every round's")
+    samples: int = Field(100, ge=0, description="held-out questions the trained agent answers after training")
+    threads: int | None = Field(None, ge=1, description="torch threads on a CPU; null: torch's default")
+    num_processes: int | None = Field(None, ge=1, description="training processes (one per GPU)")
+    accelerate_config: str | None = Field(None, description="an accelerate config file, relative to the root")
+    use_vllm: bool = Field(False, description="roll out with TRL's colocated vLLM engine (CUDA machines only)")
+    vllm_gpu_memory_utilization: float = Field(0.3, gt=0, le=1)
+    gradient_checkpointing: bool | None = None
+    lora: LoraParams = LoraParams()
+    registry_name: str = Field("searchlab-agent", description="MLflow registered model the policy becomes a "
+                                                               "version of")
+    registry_alias: str = Field("selfplay", description="alias pointed at the newest version")
+
+    @model_validator(mode="after")
+    def _check(self) -> "SelfPlayParams":
+        check_registry_alias(self.registry_alias, "selfplay")
+        episodes = (self.proposals_per_round + self.solver_questions) * self.num_generations
+        if episodes % self.grad_accum:
+            raise ValueError(f"selfplay.grad_accum {self.grad_accum} does not divide the {episodes} episodes of a "
+                             f"round ((proposals_per_round + solver_questions) x num_generations)")
+        return self
+
+    def as_rl(self) -> "RLParams":
+        """The :class:`RLParams` the rl stage's trainer runs a round with: one step per round, both roles' groups."""
+        return RLParams(
+            steps=self.rounds, questions_per_step=self.proposals_per_round + self.solver_questions,
+            num_generations=self.num_generations, grad_accum=self.grad_accum, learning_rate=self.learning_rate,
+            warmup_ratio=self.warmup_ratio, max_grad_norm=self.max_grad_norm, temperature=self.temperature,
+            loss_type=self.loss_type, scale_rewards=self.scale_rewards, beta=self.beta, epsilon=self.epsilon,
+            reward=self.reward, seed=self.seed, save_steps=1, logging_steps=1, samples=self.samples,
+            use_vllm=self.use_vllm, vllm_gpu_memory_utilization=self.vllm_gpu_memory_utilization,
+            threads=self.threads, num_processes=self.num_processes, accelerate_config=self.accelerate_config,
+            gradient_checkpointing=self.gradient_checkpointing, lora=self.lora, registry_name=self.registry_name,
+            registry_alias=self.registry_alias)
+
+
 # ---------------------------------------------------------------- evaluation
 # Kept equal to searchlab.eval.benchmarks.FORMATS and searchlab.eval.systems.SYSTEMS (a test checks): the schema
 # cannot import the evaluation library, which pulls in torch.
@@ -525,9 +596,9 @@ class EvalParams(Section):
     benchmarks: dict[str, BenchmarkFileParams] = Field(
         default_factory=dict, description="external benchmark files by name: {path, format, sample, seed}")
     models: list[str | EvalModelParams] = Field(
-        default_factory=lambda: ["sft", "rl"],
-        description="base, sft or rl (a model stage's output; base: before any training), a local Hugging Face "
-                    "folder, models:/NAME@ALIAS, or {name, source}")
+        default_factory=lambda: ["sft", "rl", "selfplay"],
+        description="base, sft, rl or selfplay (a model stage's output; base: before any training), a local Hugging "
+                    "Face folder, models:/NAME@ALIAS, or {name, source}")
     systems: list[EvalSystem] = Field(default_factory=lambda: ["direct", "rag", "agent"])
     resamples: int = Field(2000, ge=1, description="bootstrap resamples of the 95% intervals and paired tests")
     seed: int = Field(0, description="seed of the built-in suites' sample and of the bootstrap")
@@ -605,6 +676,7 @@ class Params(Section):
     rollout: RolloutParams = RolloutParams()
     sft: SFTParams = SFTParams()
     rl: RLParams = RLParams()
+    selfplay: SelfPlayParams = SelfPlayParams()
     eval: EvalParams = EvalParams()
     tracking: TrackingParams = TrackingParams()
     runtime: RuntimeParams = RuntimeParams()

@@ -3,7 +3,7 @@
 The work is :func:`searchlab.eval.run.run_evaluation`; this module chooses its
 inputs from the ``eval`` params: the built-in ``world-*`` suites of the
 benchmarks stage and external benchmark files (paths relative to the project
-root), the models (``base``, ``sft``, ``rl``: those stages' outputs, ``base``
+root), the models (``base``, ``sft``, ``rl``, ``selfplay``: those stages' outputs, ``base``
 being the untrained starting model; a folder; or a
 ``models:/NAME@ALIAS`` registry reference), and the systems. Shards go to the
 stage's resume folder, so a crashed run continues with the shards it has not
@@ -31,7 +31,7 @@ log = logging.getLogger("searchlab.evaluate")
 
 # the model stages this stage reads: a model source that names one of them means that stage's output folder;
 # base is the model before any training (the zero-shot baseline)
-MODEL_UPSTREAM = ("base", "sft", "rl")
+MODEL_UPSTREAM = ("base", "sft", "rl", "selfplay")
 
 
 def _path(root: Path, given: str) -> Path:

@@ -27,6 +27,11 @@ Who uses what:
 * demonstrations (QA synthesis, SFT): :func:`render_demonstration` writes a
   completion with the very formatting :func:`step` produces live;
 * training: :func:`environment_spans` gives the character spans to mask;
+* search self-play: the same policy also plays a *proposer*, prompted with
+  :func:`proposer_instruction` to search around a given answer and end with
+  ``<question>…</question>`` instead of an answer (:func:`parse_action` reads
+  it as a ``"question"`` action; :func:`render_demonstration` writes one with
+  ``question=``);
 * analysis and data checks: :func:`parse_trajectory` splits a whole completion
   into segments and lists its protocol violations.
 
@@ -52,11 +57,12 @@ THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
 SEARCH_OPEN, SEARCH_CLOSE = "<search>", "</search>"
 INFORMATION_OPEN, INFORMATION_CLOSE = "<information>", "</information>"
 ANSWER_OPEN, ANSWER_CLOSE = "<answer>", "</answer>"
+QUESTION_OPEN, QUESTION_CLOSE = "<question>", "</question>"  # the self-play proposer's final action
 
-#: The eight tag strings, in open/close pairs; a tokenizer adds them as special tokens.
+#: The ten tag strings, in open/close pairs; a tokenizer adds them as special tokens.
 SPECIAL_TOKENS: tuple[str, ...] = (
     THINK_OPEN, THINK_CLOSE, SEARCH_OPEN, SEARCH_CLOSE,
-    INFORMATION_OPEN, INFORMATION_CLOSE, ANSWER_OPEN, ANSWER_CLOSE,
+    INFORMATION_OPEN, INFORMATION_CLOSE, ANSWER_OPEN, ANSWER_CLOSE, QUESTION_OPEN, QUESTION_CLOSE,
 )
 
 # What the environment writes around the passages. The blank lines set the block
@@ -75,11 +81,12 @@ INVALID_ACTION_MESSAGE = (
 _FEEDBACK_LEAD = _FEEDBACK_TRAIL = "\n"
 INVALID_ACTION_FEEDBACK = _FEEDBACK_LEAD + INVALID_ACTION_MESSAGE + _FEEDBACK_TRAIL
 
-_TAG_RE = re.compile(r"<(/?)(think|search|information|answer)>")
+_TAG_RE = re.compile(r"<(/?)(think|search|information|answer|question)>")
 # The last complete pair: the content may not contain another opening tag, so for
 # "<search>a <search>b</search>" the pair is "<search>b</search>" (the inner, latest one).
 _ANSWER_RE = re.compile(r"<answer>((?:(?!<answer>).)*?)</answer>", re.S)
 _SEARCH_RE = re.compile(r"<search>((?:(?!<search>).)*?)</search>", re.S)
+_QUESTION_RE = re.compile(r"<question>((?:(?!<question>).)*?)</question>", re.S)
 
 
 # ---------------------------------------------------------------- prompt
@@ -98,6 +105,23 @@ def instruction(question: str) -> str:
         "times as you need. When no more information is needed, give the answer inside <answer> and "
         "</answer> without detailed explanation, for example <answer> Beijing </answer>.\n"
         f"Question: {question.strip()}\n"
+    )
+
+
+def proposer_instruction(answer: str) -> str:
+    """The user message asking the self-play *proposer* for a question whose answer is ``answer``.
+
+    The proposer searches with the same protocol as the solver, then ends with
+    ``<question> … </question>``: a question that the passages it found answer
+    with ``answer``, without naming it. Ends with ``"Answer: {answer}\n"``.
+    """
+    return (
+        "Write a question whose answer is the given answer. Reason inside <think> and </think> first, and "
+        "again each time you get new information. Search with <search> query </search> for facts that lead "
+        "to the answer; the results will appear between <information> and </information>. Use facts from "
+        "several passages if you can, and never write the answer itself in the question. When the facts "
+        "are enough, write the question inside <question> and </question>.\n"
+        f"Answer: {answer.strip()}\n"
     )
 
 
@@ -207,20 +231,21 @@ class Action:
     """What one model turn asks for.
 
     ``kind`` is ``"search"`` (``content`` = the query, never empty),
-    ``"answer"`` (``content`` = the answer, may be empty) or ``"invalid"``
+    ``"answer"`` (``content`` = the answer, may be empty), ``"question"`` (a
+    self-play proposer's question, may be empty) or ``"invalid"``
     (``content`` empty). ``end`` is where the action ends in the parsed turn
     (just past ``</search>``/``</answer>``; the turn's length for an unclosed
     answer or an invalid turn): a rollout that did not stop generating there can
     cut the turn at ``end``. It is left out of comparisons.
     """
 
-    kind: Literal["search", "answer", "invalid"]
+    kind: Literal["search", "answer", "question", "invalid"]
     content: str = ""
     end: int | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
-        if self.kind not in ("search", "answer", "invalid"):
-            raise ValueError(f"Action kind must be 'search', 'answer' or 'invalid', got {self.kind!r}")
+        if self.kind not in ("search", "answer", "question", "invalid"):
+            raise ValueError(f"Action kind must be 'search', 'answer', 'question' or 'invalid', got {self.kind!r}")
         if self.kind == "search" and not self.content.strip():
             raise ValueError("a search Action needs a non-empty query")
 
@@ -239,7 +264,10 @@ def parse_action(text: str, answer_opened: bool = False) -> Action:
     Rules, in order (small models emit all of these):
 
     1. A complete ``<answer>…</answer>`` makes it an answer; with several, the
-       last one wins. Anything after it is ignored.
+       last one wins. Anything after it is ignored. A complete
+       ``<question>…</question>`` (the self-play proposer's final action) is
+       read the same way, as a ``"question"``; of an answer and a question
+       in one turn, the one that closes first ends the turn.
     2. Otherwise the last complete ``<search>…</search>`` makes it a search; an
        empty or whitespace-only query is ``invalid``.
     3. An ``<answer>`` never closed (generation hit EOS or the token limit) and
@@ -261,10 +289,11 @@ def parse_action(text: str, answer_opened: bool = False) -> Action:
     """
     if answer_opened:
         return _opened_answer(text)
-    answers = list(_ANSWER_RE.finditer(text))
-    if answers:
-        last = answers[-1]
-        return Action("answer", last.group(1).strip(), last.end())
+    finals = [(kind, matches[-1]) for kind, pattern in (("answer", _ANSWER_RE), ("question", _QUESTION_RE))
+              if (matches := list(pattern.finditer(text)))]
+    if finals:
+        kind, last = min(finals, key=lambda found: found[1].end())
+        return Action(kind, last.group(1).strip(), last.end())
     searches = list(_SEARCH_RE.finditer(text))
     search = searches[-1] if searches else None
     opened = text.rfind(ANSWER_OPEN)
@@ -306,7 +335,8 @@ def step(
     retrievers are built for batches). Returns, aligned with ``actions``: the
     :func:`information_block` of the ``k`` hits (bounded by ``max_tokens`` /
     ``count_tokens``, see there) for a search, :data:`INVALID_ACTION_FEEDBACK`
-    for an invalid action, and ``None`` for an answer (the episode is over).
+    for an invalid action, and ``None`` for an answer or a proposer's question
+    (the episode is over).
     """
     positions = [i for i, action in enumerate(actions) if action.kind == "search"]
     results = retriever.search([actions[i].content for i in positions], k) if positions else []
@@ -342,11 +372,17 @@ def _check_demo_text(what: str, value: str) -> str:
 def render_demonstration(
     steps: Sequence[DemoStep],
     final_think: str,
-    answer: str,
+    answer: str | None,
     max_tokens: int | None = None,
     count_tokens: Callable[[str], int] | None = None,
+    *,
+    question: str | None = None,
 ) -> str:
     """A whole completion (everything after the prompt) for supervised training.
+
+    A solver's demonstration ends with ``answer``; a self-play proposer's
+    (``answer=None``, ``question=...``) ends with ``<question> q </question>``
+    instead, in the same layout.
 
     Each step renders as ``<think>…</think>\\n<search> q </search>`` followed by
     :func:`information_block` of its hits, and the end as
@@ -369,11 +405,15 @@ def render_demonstration(
             raise ValueError(f"step {n}'s query is empty")
         parts.append(f"{THINK_OPEN}{think}{THINK_CLOSE}\n{SEARCH_OPEN} {query} {SEARCH_CLOSE}")
         parts.append(information_block(demo.hits, max_tokens, count_tokens))
+    if (answer is None) == (question is None):
+        raise ValueError("a demonstration ends with an answer or a question: give exactly one")
     final_think = _check_demo_text("final think", final_think)
-    answer = _check_demo_text("answer", answer)
-    if not answer:
-        raise ValueError("the answer is empty")
-    parts.append(f"{THINK_OPEN}{final_think}{THINK_CLOSE}\n{ANSWER_OPEN} {answer} {ANSWER_CLOSE}")
+    what, opening, closing = ("answer", ANSWER_OPEN, ANSWER_CLOSE) if question is None else (
+        "question", QUESTION_OPEN, QUESTION_CLOSE)
+    final = _check_demo_text(what, answer if question is None else question)
+    if not final:
+        raise ValueError(f"the {what} is empty")
+    parts.append(f"{THINK_OPEN}{final_think}{THINK_CLOSE}\n{opening} {final} {closing}")
     return "".join(parts)
 
 
@@ -441,7 +481,7 @@ def environment_spans(text: str) -> list[tuple[int, int]]:
 
 # ---------------------------------------------------------------- whole trajectories
 
-SegmentKind = Literal["think", "search", "information", "answer", "text", "feedback"]
+SegmentKind = Literal["think", "search", "information", "answer", "question", "text", "feedback"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -483,6 +523,12 @@ class Trajectory:
         answers = [s for s in self.segments if s.kind == "answer"]
         return answers[-1].content if answers else None
 
+    @property
+    def question(self) -> str | None:
+        """The last proposed ``<question>`` (a self-play proposer's final action), or ``None``."""
+        questions = [s for s in self.segments if s.kind == "question"]
+        return questions[-1].content if questions else None
+
     def problems(self) -> list[str]:
         """Protocol violations, each a sentence naming the character offset; empty for a well-formed completion.
 
@@ -491,7 +537,9 @@ class Trajectory:
         followed by information (unless it ends the completion); an empty query;
         an invalid action the environment had to correct; no answer, an empty
         answer, several answers, or anything after the final answer. Free text
-        between tags is tolerated.
+        between tags is tolerated. A proposer's trajectory (one that has a
+        ``<question>``) is held to the same rules with its question in place of
+        the answer.
         """
         found = list(self._scan_problems)
         segments = self.segments
@@ -508,17 +556,18 @@ class Trajectory:
                     found.append(f"<search> at {seg.start} is not followed by <information>")
             elif seg.kind == "feedback":
                 found.append(f"invalid action before {seg.start}: the environment inserted its correction")
-        answers = [i for i, seg in enumerate(segments) if seg.kind == "answer"]
-        if not answers:
+        final_kind = "question" if any(seg.kind == "question" for seg in segments) else "answer"
+        finals = [i for i, seg in enumerate(segments) if seg.kind in ("answer", "question")]
+        if not finals:
             found.append("no <answer>")
         else:
-            if len(answers) > 1:
-                found.append(f"{len(answers)} <answer> blocks; only the last one counts")
-            final = segments[answers[-1]]
+            if len(finals) > 1:
+                found.append(f"{len(finals)} <{final_kind}> blocks; only the last one counts")
+            final = segments[finals[-1]]
             if not final.content:
-                found.append(f"empty <answer> at {final.start}")
-            if answers[-1] + 1 < len(segments):
-                found.append(f"text after the final answer at {segments[answers[-1] + 1].start}")
+                found.append(f"empty <{final.kind}> at {final.start}")
+            if finals[-1] + 1 < len(segments):
+                found.append(f"text after the final {final.kind} at {segments[finals[-1] + 1].start}")
         return found
 
 

@@ -53,13 +53,21 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from searchlab.agent.extractive import ExtractiveAnswers, answer_sources
-from searchlab.agent.protocol import ANSWER_CLOSE, ANSWER_OPEN, SEARCH_CLOSE, instruction, parse_action, step
+from searchlab.agent.protocol import (
+    ANSWER_CLOSE,
+    ANSWER_OPEN,
+    QUESTION_CLOSE,
+    SEARCH_CLOSE,
+    instruction,
+    parse_action,
+    step,
+)
 
 if TYPE_CHECKING:  # importing searchlab.agent stays cheap: no pydantic params, and torch only when rolling out
     from searchlab.params import RolloutParams
     from searchlab.retrieval.base import Retriever
 
-STOP_STRINGS: tuple[str, ...] = (SEARCH_CLOSE, ANSWER_CLOSE)
+STOP_STRINGS: tuple[str, ...] = (SEARCH_CLOSE, ANSWER_CLOSE, QUESTION_CLOSE)
 
 
 @dataclass
@@ -69,7 +77,9 @@ class Rollout:
     ``completion`` is everything after the prompt (model turns and environment
     text); ``env_mask[i]`` is 1 when ``completion_ids[i]`` was inserted by the
     environment, 0 when the model generated it. ``answer`` is the final answer
-    (``None`` when the episode was cut off at ``max_turns``). ``searches`` are the
+    (``None`` when the episode was cut off at ``max_turns``); ``proposed`` is a
+    self-play proposer's ``<question>``, which ends its episode the same way
+    (``None`` otherwise; ``question`` is what the prompt asks or gives). ``searches`` are the
     queries of the model's search actions, in order; a search in the last allowed
     turn is listed but not run (nothing would read its results).
     ``retrieved[j]`` are the ids of the passages the ``j``-th search that ran
@@ -86,6 +96,7 @@ class Rollout:
     completion_ids: list[int] = field(default_factory=list)
     env_mask: list[int] = field(default_factory=list)
     answer: str | None = None
+    proposed: str | None = None
     searches: list[str] = field(default_factory=list)
     retrieved: list[list[str]] = field(default_factory=list)
     turns: int = 0
@@ -474,6 +485,8 @@ def _run_chunk(batch, tokenizer, retriever, chunk: list[Rollout], params: Rollou
         for i, (r, action, text) in enumerate(zip(active, actions, appended)):
             if action.kind == "answer":
                 r.answer, r.finished = action.content, True
+            elif action.kind == "question":
+                r.proposed, r.finished = action.content, True
             elif action.kind == "search" and not last:
                 r.retrieved.append(recorder.ids[action.content])
             if text is None:  # answered, or cut off in the last turn: the episode leaves the batch

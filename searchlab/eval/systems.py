@@ -28,6 +28,7 @@ line how a system was run, for the report.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from searchlab.agent.protocol import (
@@ -38,7 +39,7 @@ from searchlab.agent.protocol import (
 )
 from searchlab.agent.rollout import Rollout, agent_prompt, encode_completion, rollout
 from searchlab.params import RolloutParams
-from searchlab.retrieval.base import Retriever
+from searchlab.retrieval.base import Hit, Retriever
 
 SYSTEMS = ("direct", "rag", "agent")
 
@@ -59,6 +60,22 @@ def describe(system: str, params: RolloutParams) -> str:
     return f"{how[system]} ({decoding}{extractive})"
 
 
+def searched_prompt(tokenizer: Any, question: str, searches: Sequence[tuple[str, Sequence[Hit]]],
+                    params: RolloutParams) -> str:
+    """The agent's prompt for ``question`` followed by ``searches`` as if it had made them: each query in
+    ``<search>`` tags and its passages as the environment appends them (``params.max_information_tokens`` each).
+
+    The ``rag`` system shows the question's own search this way; search self-play
+    replays the proposer's searches to the solver (:mod:`searchlab.selfplay.verify`).
+    """
+    def count(text: str) -> int:
+        return len(encode_completion(tokenizer, text))
+
+    return agent_prompt(tokenizer, question) + "".join(
+        f"{SEARCH_OPEN} {query.strip()} {SEARCH_CLOSE}" + information_block(hits, params.max_information_tokens, count)
+        for query, hits in searches)
+
+
 def rag_prompts(tokenizer: Any, retriever: Retriever, questions: list[str],
                 params: RolloutParams) -> tuple[list[str], list[list[str]]]:
     """The ``rag`` prompts (the question searched, its passages shown) and the ids of the passages shown.
@@ -67,9 +84,7 @@ def rag_prompts(tokenizer: Any, retriever: Retriever, questions: list[str],
     not part of them: :func:`run_system` has the rollout append it.
     """
     results = retriever.search(questions, params.topk)
-    prompts = [agent_prompt(tokenizer, question) + f"{SEARCH_OPEN} {question.strip()} {SEARCH_CLOSE}"
-               + information_block(hits, params.max_information_tokens,
-                                   lambda text: len(encode_completion(tokenizer, text)))
+    prompts = [searched_prompt(tokenizer, question, [(question, hits)], params)
                for question, hits in zip(questions, results)]
     return prompts, [[hit.id for hit in hits] for hits in results]
 

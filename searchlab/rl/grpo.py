@@ -142,15 +142,8 @@ class SearchEpisodes:
         return trl_batch(episodes, self.tokenizer.eos_token_id)
 
     def _rollout(self, trainer, retriever, questions: list[str], params: RolloutParams) -> list[Rollout]:
-        if trainer.use_vllm:  # TRL synced the policy's weights into its colocated engine before calling us
-            return rollout(trainer.vllm_generation.llm, self.tokenizer, retriever, questions,
-                           params.model_copy(update={"engine": "vllm"}))
-        from trl.models import unwrap_model_for_generation
-
-        with unwrap_model_for_generation(trainer.model_wrapped, trainer.accelerator,
-                                         gather_deepspeed3_params=trainer.args.ds3_gather_for_generation) as model:
-            with evaluating(model):
-                return rollout(model, self.tokenizer, retriever, questions, params)
+        with generation_model(trainer) as model:
+            return rollout(model, self.tokenizer, retriever, questions, policy_params(trainer, params))
 
     # -- TRL's reward function
     def reward_func(self, prompts, completions, **kwargs) -> list[float]:
@@ -203,6 +196,26 @@ def episode_metrics(batch: StepBatch) -> dict[str, float]:
 
 
 @contextmanager
+def generation_model(trainer):
+    """The policy being trained, ready to roll out inside the block: TRL's colocated vLLM engine (whose weights TRL
+    synced before calling ``rollout_func``) or the unwrapped model in eval mode."""
+    if trainer.use_vllm:
+        yield trainer.vllm_generation.llm
+        return
+    from trl.models import unwrap_model_for_generation
+
+    with unwrap_model_for_generation(trainer.model_wrapped, trainer.accelerator,
+                                     gather_deepspeed3_params=trainer.args.ds3_gather_for_generation) as model:
+        with evaluating(model):
+            yield model
+
+
+def policy_params(trainer, params: RolloutParams) -> RolloutParams:
+    """``params`` with the engine :func:`generation_model` yields for ``trainer``."""
+    return params.model_copy(update={"engine": "vllm" if trainer.use_vllm else "hf"})
+
+
+@contextmanager
 def evaluating(model):
     """``model`` in eval mode inside the block, back in the mode it was in after it (training steps need train)."""
     was_training = model.training
@@ -219,7 +232,11 @@ def _trainer_class():
     from trl import GRPOTrainer
 
     class SearchGRPOTrainer(GRPOTrainer):
-        """``GRPOTrainer`` plus the curriculum's updates, the seeds' estimators and resumable curriculum state."""
+        """``GRPOTrainer`` plus the curriculum's updates, the seeds' estimators and resumable curriculum state.
+
+        ``episodes`` is the environment: :class:`SearchEpisodes` (the rl stage) or
+        :class:`searchlab.selfplay.rounds.SelfPlayRounds` (self-play, no curriculum: ``curriculum`` None).
+        """
 
         def __init__(self, *args, episodes: SearchEpisodes, rl: RLParams, **kwargs) -> None:
             self.episodes, self.rl = episodes, rl
@@ -239,7 +256,8 @@ def _trainer_class():
             flat = output["advantages"]
             if self.rl.estimator == "igpo":
                 output["advantages"] = flat[:, None] + self._information_gain_advantages(batch, output).to(flat.device)
-            self._update_curriculum(batch, flat)
+            if self.episodes.curriculum is not None:
+                self._update_curriculum(batch, flat)
             return output
 
         def _information_gain_advantages(self, batch: StepBatch, output: dict) -> torch.Tensor:
@@ -277,7 +295,7 @@ def _trainer_class():
             from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
             folder = Path(self.args.output_dir) / f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}"
-            if self.is_world_process_zero():
+            if self.is_world_process_zero() and self.episodes.curriculum is not None:
                 folder.mkdir(parents=True, exist_ok=True)
                 (folder / CURRICULUM_FILE).write_text(json.dumps(self.episodes.curriculum.state_dict()))
             return super()._save_checkpoint(model, trial)

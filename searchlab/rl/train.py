@@ -63,13 +63,17 @@ def check_device(rl: RLParams) -> None:
                          "false")
 
 
+RL_PROGRESS = {"reward": "reward", "EM": "episode/outcome", "searches": "episode/searches"}
+
+
 class ProgressLog:
     """A TrainerCallback that logs ``rl: step k/N`` with reward, EM and ETA about twenty times per run (at most
-    once per ``rl.logging_steps``)."""
+    once per ``rl.logging_steps``); ``what`` and ``shown`` (label: metric) change the line's name and figures."""
 
-    def __init__(self, total: int) -> None:
+    def __init__(self, total: int, what: str = "rl: step", shown: dict[str, str] | None = None) -> None:
         from transformers import TrainerCallback
 
+        self.what, self.shown = what, shown or RL_PROGRESS
         self.total, self.every = total, max(1, total // 20)
         self.started, self.first = time.perf_counter(), None
         self.latest: dict = {}
@@ -91,19 +95,16 @@ class ProgressLog:
         elapsed = time.perf_counter() - self.started
         rate = elapsed / max(done - self.first, 1)
         eta = rate * (self.total - done)
-        log.info("rl: step %d/%d  reward %.3f  EM %.3f  searches %.2f  (%.1f s/step, ETA %d:%02d)", done, self.total,
-                 self.latest.get("reward", float("nan")), self.latest.get("episode/outcome", float("nan")),
-                 self.latest.get("episode/searches", float("nan")), rate, eta // 60, eta % 60)
+        figures = "  ".join(f"{label} {self.latest.get(key, float('nan')):.3f}" for label, key in self.shown.items())
+        log.info("%s %d/%d  %s  (%.1f s/step, ETA %d:%02d)", self.what, done, self.total, figures, rate, eta // 60,
+                 eta % 60)
 
 
 def build_trainer(rl: RLParams, rollout: RolloutParams, model, tokenizer, retriever, questions_jsonl: Path,
                   corpus_jsonl: Path, work_dir: Path, callbacks: list | None = None):
     """``(trainer, checkpoint to resume from or None)``: the GRPO trainer of :func:`train_rl`, its curriculum
     restored from that checkpoint."""
-    from datasets import Dataset
-    from trl import GRPOConfig
-
-    from searchlab.rl.grpo import SearchEpisodes, load_curriculum_state, make_trainer
+    from searchlab.rl.grpo import SearchEpisodes, load_curriculum_state
 
     checkpoint_dir = work_dir / "checkpoints"
     questions = training_questions(questions_jsonl, rl.buckets)
@@ -118,11 +119,25 @@ def build_trainer(rl: RLParams, rollout: RolloutParams, model, tokenizer, retrie
         distractors = [(r["id"], r["contents"]) for _, r in iter_jsonl(corpus_jsonl)]
     episodes = SearchEpisodes(tokenizer, retriever, curriculum, rollout, rl, distractors, work_dir / "trajectories",
                               keep_every=max(1, rl.steps // 10))
+    return make_search_trainer(rl, model, tokenizer, episodes, checkpoint_dir, callbacks), resume
+
+
+def make_search_trainer(rl: RLParams, model, tokenizer, episodes, checkpoint_dir: Path, callbacks: list | None = None,
+                        save_total_limit: int | None = 2):
+    """:func:`searchlab.rl.grpo.make_trainer` for ``rl``'s settings with ``episodes`` as its environment: one rollout
+    batch of ``rl.questions_per_step`` groups per optimizer step, in ``rl.grad_accum`` micro-batches, over
+    ``rl.steps`` steps; checkpoints in ``checkpoint_dir`` (the newest ``save_total_limit``; None: all)."""
+    from datasets import Dataset
+    from trl import GRPOConfig
+
+    from searchlab.rl.grpo import make_trainer
+
+    settings = trainer_settings(checkpoint_dir, rl.seed, rl.save_steps, rl.logging_steps, rl.gradient_checkpointing)
     args = GRPOConfig(
-        **trainer_settings(checkpoint_dir, rl.seed, rl.save_steps, rl.logging_steps, rl.gradient_checkpointing),
-        # one rollout batch per optimizer step, in grad_accum micro-batches
+        **{**settings, "save_total_limit": save_total_limit},
         max_steps=rl.steps, per_device_train_batch_size=rl.questions_per_step * rl.num_generations // rl.grad_accum,
-        gradient_accumulation_steps=rl.grad_accum, steps_per_generation=rl.grad_accum, num_generations=rl.num_generations, learning_rate=rl.learning_rate,
+        gradient_accumulation_steps=rl.grad_accum, steps_per_generation=rl.grad_accum,
+        num_generations=rl.num_generations, learning_rate=rl.learning_rate,
         warmup_steps=rl.warmup_ratio,  # a float < 1: a share of all steps
         max_grad_norm=rl.max_grad_norm, temperature=rl.temperature, top_p=1.0,
         loss_type=rl.loss_type, scale_rewards=rl.scale_rewards, beta=rl.beta, epsilon=rl.epsilon,
@@ -132,11 +147,10 @@ def build_trainer(rl: RLParams, rollout: RolloutParams, model, tokenizer, retrie
     )
     # GRPO counts the tokens it rolls out itself; the Trainer's own count looks for input_ids the slots lack
     args.include_num_input_tokens_seen = "no"
-    # one slot per question drawn: the curriculum fills the slots of each step when they are rolled out
+    # one slot per question drawn: the environment fills the slots of each step when they are rolled out
     slots = Dataset.from_dict({"prompt": [str(i) for i in range(rl.steps * rl.questions_per_step)]})
-    trainer = make_trainer(model=model, args=args, train_dataset=slots, processing_class=tokenizer,
-                           callbacks=callbacks, episodes=episodes, rl=rl, peft_config=peft_config(rl.lora))
-    return trainer, resume
+    return make_trainer(model=model, args=args, train_dataset=slots, processing_class=tokenizer,
+                        callbacks=callbacks, episodes=episodes, rl=rl, peft_config=peft_config(rl.lora))
 
 
 def train_rl(rl: RLParams, rollout: RolloutParams, model, tokenizer, retriever, questions_jsonl: Path,

@@ -9,6 +9,12 @@ demonstration (the caller drops it). The trajectory is rendered and checked by
 the agent protocol (:mod:`searchlab.agent.protocol`), the same code SFT, RL and
 evaluation use, and no query may contain the answer (except in a comparison,
 whose answer is one of the two names it asks about).
+
+:meth:`DemoWriter.write_proposals` writes the search self-play *proposer's*
+demonstrations for the same questions: given only the answer, it walks the
+evidence chain backwards (the answer's name and the relation's words find the
+passage that states the last hop, whose subject leads to the hop before), and
+ends with the question in ``<question>`` tags, so SFT teaches both roles.
 """
 
 from __future__ import annotations
@@ -47,6 +53,10 @@ class _Plan:
     attempt: int = 0  # the phrasing being tried
     failed: bool = False
     min_found: int = 1  # searches that must succeed for a demonstration
+    proposal: bool = False  # a self-play proposer's demonstration: it ends with the question, not the answer
+
+#: Question types whose constraints form a chain of hops the proposer can walk back from the answer.
+PROPOSAL_TYPES = ("single", "bridge", "compose")
 
 
 class DemoWriter:
@@ -59,7 +69,17 @@ class DemoWriter:
 
     def write(self, questions: list[Question]) -> list[str | None]:
         """One completion text per question (everything after the prompt), or None when retrieval cannot support it."""
-        plans = [self._plan(q) for q in questions]
+        return self._write([self._plan(q) for q in questions])
+
+    def write_proposals(self, questions: list[Question]) -> list[str | None]:
+        """Per question, the self-play proposer's completion for its answer (prompt:
+        :func:`~searchlab.agent.protocol.proposer_instruction` of ``answers[0]``), or None: a type outside
+        :data:`PROPOSAL_TYPES`, or a backward search that retrieval cannot support."""
+        plans = [self._proposal_plan(q) if q.type in PROPOSAL_TYPES else None for q in questions]
+        written = iter(self._write([p for p in plans if p is not None]))
+        return [None if p is None else next(written) for p in plans]
+
+    def _write(self, plans: list[_Plan]) -> list[str | None]:
         for p in plans:
             p.needs = [n for n in p.needs if n.queries or not n.optional]
             if any(not n.queries for n in p.needs):
@@ -100,7 +120,8 @@ class DemoWriter:
             previous = need.after + " "
         final = previous + plan.final
         q = plan.question
-        text = render_demonstration(steps, final, q.answers[0])
+        text = (render_demonstration(steps, final, None, question=q.question) if plan.proposal
+                else render_demonstration(steps, final, q.answers[0]))
         problems = parse_trajectory(text).problems()
         if problems:
             raise ValueError(f"demonstration for {q.id} breaks the protocol: {problems}")
@@ -131,6 +152,19 @@ class DemoWriter:
             before = ("I need to find " if i == 0 else "Now I need ") + want + "."
             needs.append(_Need(self._queries(q, name, c.predicate), c.passage, before, c.text))
         return _Plan(q, needs, final=f"So the answer is {q.answers[0]}.")
+
+    def _proposal_plan(self, q: Question) -> _Plan:
+        """Backwards along the chain: for each hop, last first, search its value's name with the relation's words
+        for the passage that states it (its subject is the next value back)."""
+        needs = []
+        for i, c in enumerate(reversed(q.constraints)):
+            value = c.value_text or str(c.value)
+            keywords = list(phrasing(c.predicate).keywords) or [words(c.predicate)]
+            self.rng.shuffle(keywords)
+            lead = f"I need facts that lead to {q.answers[0]}. " if i == 0 else ""
+            before = f"{lead}What has {value} as its {words(c.predicate)}?"
+            needs.append(_Need([f"{value} {k}" for k in keywords] + [value], c.passage, before, c.text))
+        return _Plan(q, needs, final="These facts lead to the answer without naming it.", proposal=True)
 
     def _compare_plan(self, q: Question) -> _Plan:
         p = q.compare["predicate"]

@@ -5,8 +5,10 @@ index, and fills ``out_dir`` with:
 
 - ``train.jsonl`` / ``dev.jsonl``: kept questions with their constraints, evidence chain, difficulty
   features and bucket (the curriculum's input);
-- ``demos.jsonl``: one demonstration per train/dev question, ``{id, split, type, question, answers,
-  prompt, completion}`` in the agent protocol;
+- ``demos.jsonl``: one demonstration per train/dev question, ``{id, split, type, question, answers, role,
+  prompt, completion}`` in the agent protocol (``role`` ``solver``), and with ``qa.demos.proposer`` one more per
+  chain question for the self-play proposer (``role`` ``proposer``: the prompt gives the answer, the completion
+  ends with the question);
 - ``heldout.jsonl``: kept questions whose answers are reserved for the benchmark suites;
 - ``stats.json`` and ``datasheet.md``: counts by type and bucket, rejections by reason, examples.
 
@@ -26,7 +28,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from searchlab.agent.protocol import instruction
+from searchlab.agent.protocol import instruction, proposer_instruction
 from searchlab.files import write_atomically
 from searchlab.jsonl import write_jsonl
 from searchlab.params import QUESTION_TYPES, QAParams, RetrieverParams
@@ -138,7 +140,13 @@ def _run_shard(params: QAParams, kb: KB, search, roster: Roster, nli, index: int
     writer = DemoWriter(kb, search, params.demos.topk, params.demos.max_rephrasings, rng)
     demos = dict(zip((q.id for q in training), writer.write(training)))
     rejected.update(writer.reasons)
-    records = [{**q.to_json(), "demo": demos.get(q.id)} for q in kept
+    proposals = {}
+    if params.demos.proposer:  # a stream of its own: the solver's demonstrations stay what they are without it
+        proposer = DemoWriter(kb, search, params.demos.topk, params.demos.max_rephrasings,
+                              random.Random(f"{params.seed}/shard/{index}/proposer"))
+        with_demo = [q for q in training if demos[q.id] is not None]
+        proposals = dict(zip((q.id for q in with_demo), proposer.write_proposals(with_demo)))
+    records = [{**q.to_json(), "demo": demos.get(q.id), "proposal_demo": proposals.get(q.id)} for q in kept
                if q.id not in demos or demos[q.id] is not None]
     return {"shard": index, "attempts": attempts, "candidates": len(candidates), "questions": records,
             "rejected": dict(rejected)}
@@ -205,6 +213,7 @@ def _merge(params: QAParams, kb: KB, shard_files: list[Path], out_dir: Path) -> 
     rejected: Counter[str] = Counter()
     attempts = candidates = 0
     train, dev, heldout, demos = [], [], [], []
+    proposer_demos = 0
     seen: set[str] = set()
     for path in shard_files:
         shard = json.loads(path.read_text())
@@ -217,15 +226,20 @@ def _merge(params: QAParams, kb: KB, shard_files: list[Path], out_dir: Path) -> 
                 rejected["duplicate"] += 1
                 continue
             seen.add(key)
-            demo = record.pop("demo")
+            demo, proposal = record.pop("demo"), record.pop("proposal_demo", None)
             if is_heldout(params, record):
                 heldout.append(record)
                 continue
             split = "dev" if _unit_hash(f"{params.seed}/dev/{record['id']}") < params.dev_share else "train"
             (dev if split == "dev" else train).append(record)
             demos.append({"id": record["id"], "split": split, "type": record["type"], "question": record["question"],
-                          "answers": record["answers"], "prompt": instruction(record["question"]),
+                          "answers": record["answers"], "role": "solver", "prompt": instruction(record["question"]),
                           "completion": demo})
+            if proposal is not None:
+                proposer_demos += 1
+                demos.append({"id": record["id"], "split": split, "type": record["type"],
+                              "question": record["question"], "answers": record["answers"], "role": "proposer",
+                              "prompt": proposer_instruction(record["answers"][0]), "completion": proposal})
     write_jsonl(out_dir / "train.jsonl", train)
     write_jsonl(out_dir / "dev.jsonl", dev)
     write_jsonl(out_dir / "heldout.jsonl", heldout)
@@ -235,6 +249,7 @@ def _merge(params: QAParams, kb: KB, shard_files: list[Path], out_dir: Path) -> 
     stats = {
         "attempts": attempts, "candidates": candidates, "kept": len(train) + len(dev) + len(heldout),
         "train": len(train), "dev": len(dev), "heldout": len(heldout), "demos": len(demos),
+        "proposer_demos": proposer_demos,
         "heldout_answer_overlap": overlap,
         "by_type": _by(train + dev + heldout, "type"),
         "heldout_by_type": _by(heldout, "type"),

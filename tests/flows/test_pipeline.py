@@ -43,7 +43,7 @@ def test_pipeline_caches_and_reruns_only_what_changed(prefect_server, tmp_path):
         summary = state.result()
         return summary, _task_states(state.state_details.flow_run_id, len(summary))
 
-    stages = ("corpus", "index", "qa", "benchmarks", "base", "sft", "rl", "evaluate")
+    stages = ("corpus", "index", "qa", "benchmarks", "base", "sft", "rl", "selfplay", "evaluate")
     summary, states = run()
     assert {k: v["cached"] for k, v in summary.items()} == dict.fromkeys(stages, False)
     assert states == dict.fromkeys(stages, "Completed")
@@ -52,6 +52,7 @@ def test_pipeline_caches_and_reruns_only_what_changed(prefect_server, tmp_path):
     assert summary["sft"]["counts"]["steps"] == 6 and (project / "data/sft/model.safetensors").is_file()
     assert summary["base"]["counts"]["pretrain_steps"] > 0 and (project / "data/base/model.safetensors").is_file()
     _check_rl(project, summary["rl"])
+    _check_selfplay(project, summary["selfplay"])
     _check_evaluation(project, summary["evaluate"])
 
     summary, states = run()
@@ -59,12 +60,12 @@ def test_pipeline_caches_and_reruns_only_what_changed(prefect_server, tmp_path):
 
     summary, states = run("benchmarks.size=5")  # only the benchmarks stage reads this section, and evaluate its output
     assert states == {"corpus": "Cached", "index": "Cached", "qa": "Cached", "benchmarks": "Completed", "base": "Cached",
-                      "sft": "Cached", "rl": "Cached", "evaluate": "Completed"}
+                      "sft": "Cached", "rl": "Cached", "selfplay": "Cached", "evaluate": "Completed"}
 
     # an sft param retrains from the base model as it is: no new tokenizer, no new pretraining
     summary, states = run("benchmarks.size=5", "sft.learning_rate=0.002")
     assert states == {**dict.fromkeys(stages[:5], "Cached"), "sft": "Completed", "rl": "Completed",
-                      "evaluate": "Completed"}
+                      "selfplay": "Completed", "evaluate": "Completed"}
 
     summary, states = run("benchmarks.size=5", "index.threads=2")  # the index and everything downstream of it
     assert states == {"corpus": "Cached", **dict.fromkeys(stages[1:], "Completed")}
@@ -78,6 +79,9 @@ def test_pipeline_caches_and_reruns_only_what_changed(prefect_server, tmp_path):
     assert manifest["inputs"]["upstream"]["corpus"] == summary["corpus"]["fingerprint"]
 
 
+MODELS = ("sft", "rl", "selfplay")
+
+
 def _check_evaluation(project, summary):
     """The evaluate stage's outputs, and its results as MLflow metrics and artifacts of its stage run."""
     from mlflow import MlflowClient
@@ -89,12 +93,13 @@ def _check_evaluation(project, summary):
     assert list(results["benchmarks"]) == ["world-single", "flashrag-sample"]
     assert results["benchmarks"]["flashrag-sample"]["questions"] == 3
     assert list(results["benchmarks"]["world-single"]["systems"]) == [
-        f"{model}/{system}" for model in ("sft", "rl") for system in ("direct", "rag", "agent")]
-    assert "rl/agent vs sft/agent" in results["benchmarks"]["world-single"]["comparisons"]
-    assert summary["counts"] == {"benchmarks": 2, "questions": 5, "shards": 12}
+        f"{model}/{system}" for model in MODELS for system in ("direct", "rag", "agent")]
+    comparisons = results["benchmarks"]["world-single"]["comparisons"]
+    assert {"rl/agent vs sft/agent", "selfplay/agent vs sft/agent", "selfplay/agent vs rl/agent"} <= set(comparisons)
+    assert summary["counts"] == {"benchmarks": 2, "questions": 5, "shards": 18}
     for benchmark in results["benchmarks"]:
         assert {p.name for p in (out / "predictions" / benchmark).iterdir()} == {
-            f"{model}-{system}.jsonl" for model in ("sft", "rl") for system in ("direct", "rag", "agent")}
+            f"{model}-{system}.jsonl" for model in MODELS for system in ("direct", "rag", "agent")}
     assert "| flashrag-sample | sft/agent |" in (out / "report.md").read_text()
     assert all((out / name).read_bytes().startswith(b"\x89PNG") for name in ("em.png", "searches.png"))
 
@@ -126,3 +131,25 @@ def _check_rl(project, summary):
     assert [m.step for m in client.get_metric_history(run_id, "train/episode/outcome")] == [1, 2]
     assert [m.step for m in client.get_metric_history(run_id, "train/curriculum/noise_p")] == [1, 2]
     assert client.get_model_version_by_alias("searchlab-agent", "rl").run_id == run_id
+
+
+def _check_selfplay(project, summary):
+    """The selfplay stage's outputs, its per-round curves in MLflow, and its registry alias."""
+    from mlflow import MlflowClient
+
+    from searchlab.jsonl import read_jsonl
+    from tasks.tracking import default_tracking_uri
+
+    out = project / "data/selfplay"
+    assert summary["counts"]["steps"] == 2 and (out / "model.safetensors").is_file()
+    assert {"train_log.jsonl", "questions.jsonl", "rounds.jsonl", "datasheet.md", "samples.md"} <= {
+        p.name for p in out.iterdir()}
+    records = read_jsonl(out / "questions.jsonl")
+    assert len(records) == summary["counts"]["proposals"] == 2 * 2 * 2  # rounds x seed answers x proposals
+    assert all(r["verified"] == (r["reason"] is None) for r in records)
+    assert [r["round"] for r in read_jsonl(out / "rounds.jsonl")] == [0, 1]
+    client = MlflowClient(default_tracking_uri(project))
+    run_id = json.loads((out / "manifest.json").read_text())["mlflow_run_id"]
+    for name in ("verified_share", "solver_success", "proposer_reward", "novelty", "kb_correct_share"):
+        assert [m.step for m in client.get_metric_history(run_id, f"train/selfplay/{name}")] == [1, 2], name
+    assert client.get_model_version_by_alias("searchlab-agent", "selfplay").run_id == run_id

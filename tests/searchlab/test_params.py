@@ -98,7 +98,7 @@ def test_flatten():
 def test_eval_defaults_and_the_smoke_profile_keeps_evaluation_tiny():
     default = load_params(REPO / "params/default.yaml").eval
     assert (default.suites, default.sample, default.benchmarks) == ("all", None, {})
-    assert default.model_sources() == {"sft": "sft", "rl": "rl"} and default.systems == ["direct", "rag", "agent"]
+    assert default.model_sources() == {"sft": "sft", "rl": "rl", "selfplay": "selfplay"} and default.systems == ["direct", "rag", "agent"]
     assert default.resamples == 2000
     smoke = load_params(REPO / "params/smoke.yaml").eval
     assert smoke.sample <= 3 and smoke.resamples <= 500

@@ -17,7 +17,7 @@ from tasks.sft import STAGE as SFT_STAGE
 from tasks.stage import check_external, explain_change, fingerprint, fingerprint_inputs
 
 REPO = Path(__file__).resolve().parents[2]
-UPSTREAM = {"index": "i", "benchmarks": "b", "sft": "s", "rl": "r", "corpus": "c", "qa": "q", "base": "m"}
+UPSTREAM = {"index": "i", "benchmarks": "b", "sft": "s", "rl": "r", "selfplay": "p", "corpus": "c", "qa": "q", "base": "m"}
 
 
 def _params(*overrides):
@@ -93,5 +93,5 @@ def test_every_model_stage_is_an_upstream_of_evaluate_and_a_model_source_by_its_
     from tasks.evaluate import MODEL_UPSTREAM
     from tasks.registry import MODEL_STAGES
 
-    assert MODEL_STAGES == ("sft", "rl")
+    assert MODEL_STAGES == ("sft", "rl", "selfplay")
     assert set(MODEL_STAGES) | {"base"} == set(MODEL_UPSTREAM) <= set(STAGE.upstream)

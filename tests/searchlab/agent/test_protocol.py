@@ -19,6 +19,7 @@ from searchlab.agent import (
     instruction,
     parse_action,
     parse_trajectory,
+    proposer_instruction,
     render_demonstration,
     step,
 )
@@ -33,20 +34,34 @@ FLEMING = Hit("fleming", '"Alexander Fleming"\nFleming discovered penicillin.', 
 # ---------------------------------------------------------------- tags and prompt
 
 
-def test_special_tokens_are_the_eight_tags():
+def test_special_tokens_are_the_ten_tags():
     assert SPECIAL_TOKENS == (
         "<think>", "</think>", "<search>", "</search>",
-        "<information>", "</information>", "<answer>", "</answer>",
+        "<information>", "</information>", "<answer>", "</answer>", "<question>", "</question>",
     )
+
+
+SOLVER_TAGS = SPECIAL_TOKENS[:8]  # the proposer's <question> is not the solver's business
 
 
 def test_instruction_explains_the_protocol_and_ends_with_the_question():
     prompt = instruction("  Who wrote Hamlet? ")
     assert prompt.endswith("\nQuestion: Who wrote Hamlet?\n")
-    for tag in SPECIAL_TOKENS:
+    for tag in SOLVER_TAGS:
         assert tag in prompt
+    assert "<question>" not in prompt
     assert "<search> query </search>" in prompt and "<answer> Beijing </answer>" in prompt
     assert len(prompt.split()) < 100  # tiny models read it on every example
+
+
+def test_proposer_instruction_asks_for_a_question_about_the_answer():
+    prompt = proposer_instruction("  Alexander Fleming ")
+    assert prompt.endswith("\nAnswer: Alexander Fleming\n")
+    for tag in ("<think>", "</think>", "<search>", "</search>", "<information>", "</information>", "<question>",
+                "</question>"):
+        assert tag in prompt
+    assert "never write the answer" in prompt
+    assert len(prompt.split()) < 100
 
 
 def test_invalid_action_message_says_how_to_act():
@@ -79,6 +94,11 @@ def test_invalid_action_message_says_how_to_act():
         ("<search>q</search>\n<answer>Paris", Action("answer", "Paris")),  # unclosed answer after the search
         ("<answer> maybe <search>q</search>", Action("search", "q")),  # a complete search after it
         ("<answer></answer>", Action("answer", "")),
+        ("<think>t</think>\n<question> Who found it? </question>", Action("question", "Who found it?")),
+        ("<search>q</search><question>Who?</question>", Action("question", "Who?")),
+        ("<question>Who?</question><answer>Paris</answer>", Action("question", "Who?")),  # the first to close
+        ("<answer>Paris</answer> <question>Who?</question>", Action("answer", "Paris")),
+        ("<question>Who found", Action("invalid")),  # a question cut off is not a proposal
     ],
 )
 def test_parse_action(turn, expected):
@@ -251,6 +271,21 @@ def test_render_demonstration_rejects_broken_steps():
         render_demonstration([DemoStep("t", "  ", [])], "f", "a")
     with pytest.raises(ValueError, match="answer is empty"):
         render_demonstration([], "f", "")
+
+
+def test_render_a_proposer_demonstration():
+    text = render_demonstration([DemoStep("Facts about him.", "Alexander Fleming", [FLEMING])], "He discovered it.",
+                                None, question=" Who discovered penicillin? ")
+    assert text.endswith("<think>He discovered it.</think>\n<question> Who discovered penicillin? </question>")
+    trajectory = parse_trajectory(text)
+    assert trajectory.problems() == [] and trajectory.answer is None
+    assert trajectory.question == "Who discovered penicillin?" and trajectory.searches == ["Alexander Fleming"]
+    assert parse_action(text[text.rindex("<think>"):]) == Action("question", "Who discovered penicillin?")
+    with pytest.raises(ValueError, match="exactly one"):
+        render_demonstration([], "f", "a", question="q")
+    with pytest.raises(ValueError, match="question is empty"):
+        render_demonstration([], "f", None, question=" ")
+    assert parse_trajectory("<question> </question>").problems() == ["empty <question> at 0"]
 
 
 def test_a_rendered_demonstration_parses_cleanly():

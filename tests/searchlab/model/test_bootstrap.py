@@ -134,7 +134,7 @@ def test_special_token_ids(loaded):
     _, tokenizer = loaded
     assert (tokenizer.eos_token, tokenizer.bos_token, tokenizer.pad_token) == (EOS_TOKEN, EOS_TOKEN, PAD_TOKEN)
     assert tokenizer.pad_token_id != tokenizer.eos_token_id
-    assert [tokenizer.convert_tokens_to_ids(t) for t in (EOS_TOKEN, PAD_TOKEN, *SPECIAL_TOKENS)] == list(range(10))
+    assert [tokenizer.convert_tokens_to_ids(t) for t in (EOS_TOKEN, PAD_TOKEN, *SPECIAL_TOKENS)] == list(range(12))
     assert tokenizer.model_max_length == SPEC.max_positions
     # No BOS/EOS is added behind the caller's back (as with Qwen2.5).
     assert tokenizer("hello")["input_ids"] == tokenizer.encode("hello", add_special_tokens=False)

@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from searchlab.agent.protocol import information_block, instruction, parse_trajectory
+from searchlab.agent.protocol import information_block, instruction, parse_trajectory, proposer_instruction
 from searchlab.corpus.records import import_records
 from searchlab.jsonl import read_jsonl
 from searchlab.params import BenchmarksParams, IndexParams, QAParams, RecordsParams
@@ -59,9 +59,9 @@ def test_harder_types_resist_one_shot_retrieval(synthesized):
 
 def test_demonstrations_parse_and_show_the_real_retrievers_results(synthesized, world):
     out, _ = synthesized
-    demos = read_jsonl(out / "demos.jsonl")
+    demos = [d for d in read_jsonl(out / "demos.jsonl") if d["role"] == "solver"]
     train_ids = {r["id"] for r in read_jsonl(out / "train.jsonl") + read_jsonl(out / "dev.jsonl")}
-    assert {d["id"] for d in demos} == train_ids
+    assert {d["id"] for d in demos} == train_ids and len(demos) == len(train_ids)
     with open_retriever(RETRIEVER, world[1]) as retriever:
         for d in demos[:150]:
             assert d["prompt"] == instruction(d["question"])
@@ -75,6 +75,27 @@ def test_demonstrations_parse_and_show_the_real_retrievers_results(synthesized, 
                 assert information_block(hits).strip() == d["completion"][block.start:block.end].strip()
             if d["type"] != "compare":
                 assert not any(cover_exact_match(q, d["answers"]) for q in trajectory.searches), d["completion"]
+
+
+def test_proposer_demonstrations_walk_back_from_the_answer_to_the_question(synthesized, world):
+    """The self-play proposer's demonstrations: the answer in the prompt, searches that retrieve the question's
+    evidence passages (last hop first, the first query naming the answer), and the question at the end."""
+    out, counts = synthesized
+    questions = {r["id"]: r for r in read_jsonl(out / "train.jsonl") + read_jsonl(out / "dev.jsonl")}
+    proposals = [d for d in read_jsonl(out / "demos.jsonl") if d["role"] == "proposer"]
+    chains = [q for q in questions.values() if q["type"] in ("single", "bridge", "compose")]
+    assert counts["proposer_demos"] == len(proposals) >= 0.5 * len(chains)
+    assert {questions[d["id"]]["type"] for d in proposals} == {"single", "bridge", "compose"}
+    with open_retriever(RETRIEVER, world[1]) as retriever:
+        for d in proposals[:100]:
+            q = questions[d["id"]]
+            assert d["prompt"] == proposer_instruction(q["answers"][0])
+            trajectory = parse_trajectory(d["completion"])
+            assert trajectory.problems() == [], d["completion"]
+            assert trajectory.question == q["question"] and trajectory.answer is None
+            assert cover_exact_match(trajectory.searches[0], q["answers"][:1])
+            found = {hit.id for hits in retriever.search(trajectory.searches, 3) for hit in hits}
+            assert set(q["evidence"]) <= found, d["completion"]
 
 
 def test_comparisons_name_and_search_their_two_candidates_in_the_questions_order(synthesized, kb):

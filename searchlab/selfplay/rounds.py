@@ -1,0 +1,203 @@
+"""Self-play rounds as the environment of the rl stage's GRPO trainer: one trainer step is one round.
+
+:class:`SelfPlayRounds` plays :class:`searchlab.rl.grpo.SearchEpisodes`' part
+for :func:`searchlab.rl.grpo.make_trainer` (same trainer, rewards, masks and
+checkpoints). Each round (the trainer's ``rollout_func`` for step ``k``):
+
+1. **propose**: ``proposals_per_round`` seed answers, ``num_generations``
+   proposer episodes each (the proposer's GRPO group), sampled;
+2. **verify** every proposal (:func:`searchlab.selfplay.verify.verify`);
+3. **solve**: ``num_generations`` solver episodes for every verified question
+   (their mean EM is its success rate ``s``) and for the earlier rounds'
+   kept questions replayed to fill ``solver_questions`` training groups;
+4. **update**: the proposer groups (reward ``1 - s`` or ``4s(1 - s)`` for a
+   verified proposal, ``invalid_reward`` for one that failed) and the solver
+   groups (the rl stage's reward of the parsed answer against the seed answer)
+   form the step's batch; groups nothing fills (no question to solve yet) are
+   copies of proposer episodes with no reward, which TRL gives no advantage.
+
+Both roles' environment text (passages, feedback) is masked out of the loss
+as in the rl stage. Every proposal with its verdict goes to
+``rounds_dir/round-NNNN.jsonl``; a round redone after a crash (the trainer
+resumes at its last checkpoint, saved every round) rewrites its file, and the
+kept questions of earlier rounds are read back from their files.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections import Counter
+from pathlib import Path
+
+from searchlab.agent.protocol import proposer_instruction
+from searchlab.agent.rollout import Rollout, chat_prompt, rollout
+from searchlab.jsonl import read_jsonl, write_jsonl
+from searchlab.params import RLParams, RolloutParams, SelfPlayParams
+from searchlab.rl.grpo import StepBatch, generation_model, policy_params, training_rollout_params, trl_batch
+from searchlab.rl.rewards import reward
+from searchlab.scoring import normalize_answer
+from searchlab.selfplay.seeds import draw_seeds
+from searchlab.selfplay.verify import KBCheck, Proposal, novelty, verify
+
+
+class HitLog:
+    """A retriever that remembers the passages each query returned (a query always returns the same)."""
+
+    def __init__(self, retriever) -> None:
+        self.retriever, self.hits = retriever, {}
+
+    def search(self, queries: list[str], k: int):
+        results = self.retriever.search(queries, k)
+        self.hits.update(zip(queries, results))
+        return results
+
+
+def proposer_reward(proposal: Proposal, params: SelfPlayParams) -> float:
+    """SSP's proposer reward: ``1 - s`` (or ``4s(1 - s)``) for a verified question, ``invalid_reward`` otherwise."""
+    if not proposal.verified:
+        return params.invalid_reward
+    s = proposal.solver_success or 0.0
+    return 1.0 - s if params.proposer_reward == "1-s" else 4.0 * s * (1.0 - s)
+
+
+def round_file(rounds_dir: Path, index: int) -> Path:
+    return rounds_dir / f"round-{index:04d}.jsonl"
+
+
+class SelfPlayRounds:
+    """The self-play environment of one training run (see the module doc); ``curriculum`` is None for the trainer."""
+
+    curriculum = None
+
+    def __init__(self, tokenizer, retriever, seeds: list[str], rollout_params: RolloutParams, params: SelfPlayParams,
+                 rounds_dir: Path, known_questions: set[str], kb_check: KBCheck | None = None) -> None:
+        if len(seeds) < params.proposals_per_round:
+            raise ValueError(f"selfplay.proposals_per_round is {params.proposals_per_round}, but the corpus gives only "
+                             f"{len(seeds)} seed answers")
+        self.tokenizer, self.retriever, self.seeds = tokenizer, retriever, seeds
+        self.rollout_params, self.params, self.rl = rollout_params, params, params.as_rl()
+        self.rounds_dir, self.known, self.kb_check = rounds_dir, known_questions, kb_check
+        self.kept: set[str] | None = None  # normalised kept questions, read back from earlier rounds when first needed
+        self.history: list[dict] = []  # earlier rounds' kept questions: the solver's replay
+        self.last: StepBatch | None = None
+        self.timings: dict[str, float] = {"rollout": 0.0, "reward": 0.0}
+        self.summaries: list[dict] = []
+
+    def _read_history(self, before: int) -> None:
+        self.kept, self.history = set(), []
+        for index in range(before):
+            path = round_file(self.rounds_dir, index)
+            for record in read_jsonl(path) if path.is_file() else []:
+                if record["verified"]:
+                    self.kept.add(normalize_answer(record["question"]))
+                    self.history.append(record)
+
+    # -- TRL's rollout_func
+    def rollout_func(self, prompts: list, trainer) -> dict[str, list]:
+        """Play one round (module doc); return every episode of both roles for the update."""
+        from accelerate.utils import gather_object
+
+        p, generations = self.params, trainer.num_generations
+        expected = (p.proposals_per_round + p.solver_questions) * generations
+        if len(prompts) != expected:
+            raise ValueError(f"the trainer asked for {len(prompts)} episodes, a round has {expected}")
+        step, rank = trainer.state.global_step, trainer.accelerator.process_index
+        if self.kept is None:
+            self._read_history(step)
+        started = time.perf_counter()
+        answers = [a for a in draw_seeds(self.seeds, step, p.proposals_per_round, p.seed, rank)
+                   for _ in range(generations)]
+        params = training_rollout_params(self.rollout_params, self.rl, step, len(answers), rank)
+        log = HitLog(self.retriever)
+        with generation_model(trainer) as model:
+            proposer_episodes = rollout(model, self.tokenizer, log, answers, policy_params(trainer, params),
+                                        [chat_prompt(self.tokenizer, proposer_instruction(a)) for a in answers])
+            proposals = [Proposal(step, a, e.proposed, [(q, log.hits[q]) for q in e.searches[:len(e.retrieved)]],
+                                  e.completion) for a, e in zip(answers, proposer_episodes)]
+            verify(proposals, model, self.tokenizer, self.retriever, policy_params(trainer, self.rollout_params),
+                   self.kept, p.max_question_words, self.kb_check)
+            verified = [x for x in proposals if x.verified]
+            rng = random.Random(f"{p.seed}/selfplay/solver/{step}/{rank}")
+            fresh = [(x.question, x.answer) for x in rng.sample(verified, len(verified))]
+            replay = [(r["question"], r["answer"]) for r in rng.sample(self.history, len(self.history))]
+            trained = list(dict.fromkeys(fresh + replay))[:p.solver_questions]
+            solved = list(dict.fromkeys([(x.question, x.answer) for x in verified] + trained))
+            # a sampling stream of its own, apart from every process's proposer stream
+            solver_params = params.model_copy(update={"seed": params.seed + 10**9,
+                                                      "batch_size": max(1, len(solved)) * generations})
+            questions = [q for q, _ in solved for _ in range(generations)]
+            solver_episodes = rollout(model, self.tokenizer, self.retriever, questions,
+                                      policy_params(trainer, solver_params)) if solved else []
+        self.timings["rollout"] += time.perf_counter() - started
+
+        scored = [reward(e, [a], None, self.rl.reward) for e, (_, a) in
+                  zip(solver_episodes, [item for item in solved for _ in range(generations)])]
+        groups = {item: range(i * generations, (i + 1) * generations) for i, item in enumerate(solved)}
+        for x in verified:
+            members = groups[(x.question, x.answer)]
+            x.solver_success = sum(scored[i].outcome for i in members) / generations
+            x.solver_answers = [solver_episodes[i].answer for i in members]
+
+        episodes: list[Rollout] = list(proposer_episodes)
+        rewards: list[float | None] = [proposer_reward(x, p) for x in proposals]
+        roles = [{"role": "proposer", "answer": a} for a in answers]
+        for item in trained:
+            episodes += [solver_episodes[i] for i in groups[item]]
+            rewards += [scored[i].total for i in groups[item]]
+            roles += [{"role": "solver", "question": item[0], "answers": [item[1]]}] * generations
+        for _ in range(p.solver_questions - len(trained)):  # nothing to solve yet: no learning signal
+            episodes += proposer_episodes[:generations]
+            rewards += [None] * generations
+            roles += [{"role": "filler"}] * generations
+        self.last = StepBatch(step, roles, episodes, rewards)
+
+        records = gather_object([x.record() for x in proposals])
+        summary = round_summary(step, records, [rewards[i] for i in range(len(answers))],
+                                [rewards[i] for i, r in enumerate(roles) if r["role"] == "solver"], self.known,
+                                self.kb_check is not None)
+        for name, value in summary.items():
+            if name != "round":
+                trainer._log_metric(f"selfplay/{name}", value)
+        if trainer.accelerator.is_main_process:
+            self.rounds_dir.mkdir(parents=True, exist_ok=True)
+            write_jsonl(round_file(self.rounds_dir, step), records)
+        self.summaries.append(summary)
+        self.history += [r for r in records if r["verified"]]
+        for r in records:
+            if r["verified"]:
+                self.kept.add(normalize_answer(r["question"]))
+        return trl_batch(episodes, self.tokenizer.eos_token_id)
+
+    # -- TRL's reward function
+    def reward_func(self, prompts, completions, **kwargs) -> list[float | None]:
+        """The rewards :meth:`rollout_func` gave this round's episodes (None: a filler, no advantage)."""
+        batch = self.last
+        if batch is None or len(batch.episodes) != len(completions):
+            raise RuntimeError("reward_func was called without the episodes of this round's rollout_func")
+        return list(batch.rewards)
+
+    reward_func.__name__ = "selfplay_reward"
+
+
+def round_summary(index: int, records: list[dict], proposer_rewards: list, solver_rewards: list, known: set[str],
+                  has_kb: bool) -> dict[str, float]:
+    """One round's figures: proposals, verified share (and KB-correct share of those), solver success, searches
+    (hops) of verified questions, novelty against the qa stage's questions, mean rewards, rejection shares."""
+    verified = [r for r in records if r["verified"]]
+    n, v = len(records), len(verified)
+
+    def mean(values) -> float:
+        values = [x for x in values if x is not None]
+        return sum(values) / len(values) if values else 0.0
+
+    summary = {"round": index, "proposals": n, "verified_share": v / n if n else 0.0,
+               "solver_success": mean(r["solver_success"] for r in verified),
+               "hops": mean(len(r["searches"]) for r in verified),
+               "novelty": novelty([r["question"] for r in verified], known),
+               "proposer_reward": mean(proposer_rewards), "solver_reward": mean(solver_rewards)}
+    if has_kb:
+        summary["kb_correct_share"] = mean(float(bool(r["kb_correct"])) for r in verified)
+    for reason, count in Counter(r["reason"] for r in records if r["reason"]).items():
+        summary[f"rejected/{reason}"] = count / n
+    return summary

@@ -1,0 +1,56 @@
+"""Seed answers for the self-play proposer: the names and values a corpus knows, never a held-out answer.
+
+With a knowledge base (``kb.jsonl``: the synthetic world, your own records)
+the seeds are the values of its facts (related entities' names, dates,
+numbers, words) and the entities' own names; without one, the passage titles.
+Answers the qa stage reserves for the benchmark suites are left out (the
+same hash decides, :func:`searchlab.synth.pipeline.is_heldout`), so self-play
+never trains on a test answer.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+from searchlab.corpus.importers import split_contents
+from searchlab.jsonl import iter_jsonl
+from searchlab.params import QAParams
+from searchlab.scoring import normalize_answer
+from searchlab.synth.pipeline import is_heldout
+
+
+def seed_answers(corpus_dir: Path, qa: QAParams, max_words: int = 6) -> list[str]:
+    """The distinct seed answers of the corpus in ``corpus_dir``, in a fixed order (sorted), held-out ones left out.
+
+    ``max_words``: longer values (sentences) make poor answers and are skipped.
+    """
+    kb_path = Path(corpus_dir) / "kb.jsonl"
+    found: dict[str, str] = {}
+
+    def add(text: str) -> None:
+        text = str(text).strip()
+        key = normalize_answer(text)
+        if key and len(text.split()) <= max_words and key not in found and not is_heldout(qa, {"answers": [text]}):
+            found[key] = text
+
+    if kb_path.is_file():
+        records = [record for _, record in iter_jsonl(kb_path)]
+        names = {r["id"]: r["name"] for r in records}
+        for r in records:
+            add(r["name"])
+            for fact in r["facts"]:
+                add(names.get(fact["value"], fact["text"]) if fact["kind"] == "relation" else fact["text"])
+    else:
+        for _, record in iter_jsonl(Path(corpus_dir) / "corpus.jsonl"):
+            add(split_contents(record["contents"])[0])
+    if not found:
+        raise ValueError(f"{corpus_dir}: no seed answers for self-play (no KB value or passage title that is not "
+                         f"held out)")
+    return [found[key] for key in sorted(found)]
+
+
+def draw_seeds(seeds: list[str], round_index: int, count: int, seed: int, rank: int = 0) -> list[str]:
+    """``count`` distinct seed answers for round ``round_index`` (and process ``rank``): the same on every rerun."""
+    rng = random.Random(f"{seed}/selfplay/{round_index}/{rank}")
+    return rng.sample(seeds, min(count, len(seeds)))

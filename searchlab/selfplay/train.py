@@ -1,0 +1,130 @@
+"""The selfplay stage's training run: self-play rounds from the sft policy under ``accelerate launch``, resumable.
+
+:func:`run_selfplay` runs :func:`train_selfplay` in ``selfplay.num_processes``
+processes (as the rl stage does); :func:`train_selfplay` builds the rl stage's
+GRPO trainer with :class:`~searchlab.selfplay.rounds.SelfPlayRounds` as its
+environment, resumes from the newest complete round checkpoint, plays
+``selfplay.rounds`` rounds and writes the policy with its tokenizer,
+``questions.jsonl`` (every round's proposals with their verdicts; the
+verified ones are the self-play questions), ``rounds.jsonl`` (one line of
+figures per round), ``train_log.jsonl`` and ``datasheet.md``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+
+from searchlab.jsonl import read_jsonl, write_jsonl
+from searchlab.params import ModelParams, QAParams, RolloutParams, SelfPlayParams
+from searchlab.rl.train import ProgressLog, make_search_trainer
+from searchlab.scoring import normalize_answer
+from searchlab.selfplay.rounds import SelfPlayRounds, round_file, round_summary
+from searchlab.selfplay.seeds import seed_answers
+from searchlab.train.common import resume_point, run_figures, save_trained, tokens_seen
+from searchlab.train.launch import launch
+
+log = logging.getLogger("searchlab.selfplay")
+
+PROGRESS = {"reward": "reward", "verified": "selfplay/verified_share", "solver": "selfplay/solver_success"}
+
+
+def run_selfplay(model: ModelParams, rollout: RolloutParams, selfplay: SelfPlayParams, qa: QAParams, start: Path,
+                 corpus_dir: Path, qa_dir: Path, index_dir: Path, retriever: dict, out_dir: Path, work_dir: Path,
+                 accelerate_config: str | None = None) -> dict:
+    """:func:`train_selfplay` of the policy at ``start`` in ``selfplay.num_processes`` processes; its figures."""
+    job = {"model": model.model_dump(mode="json"), "rollout": rollout.model_dump(mode="json"),
+           "selfplay": selfplay.model_dump(mode="json"), "qa": qa.model_dump(mode="json"), "retriever": retriever,
+           "start": str(start), "corpus": str(corpus_dir), "qa_dir": str(qa_dir), "index": str(index_dir),
+           "out_dir": str(out_dir), "work_dir": str(work_dir)}
+    return launch("searchlab.selfplay.job", job, work_dir, selfplay.num_processes, accelerate_config)
+
+
+def known_questions(qa_dir: Path) -> set[str]:
+    """The qa stage's questions (train, dev and held-out), normalised: what self-play's novelty is measured against."""
+    return {normalize_answer(q["question"]) for name in ("train.jsonl", "dev.jsonl", "heldout.jsonl")
+            if (qa_dir / name).is_file() for q in read_jsonl(qa_dir / name)}
+
+
+def train_selfplay(selfplay: SelfPlayParams, qa: QAParams, rollout: RolloutParams, model, tokenizer, retriever,
+                   corpus_dir: Path, qa_dir: Path, out_dir: Path, work_dir: Path, kb=None,
+                   callbacks: list | None = None) -> dict | None:
+    """Play ``selfplay.rounds`` rounds from ``model``; the main process writes ``out_dir`` and returns the figures.
+
+    ``kb``: the corpus's :class:`searchlab.synth.kb.KB` (None: no knowledge base), for the KB check.
+    """
+    from searchlab.selfplay.verify import KBCheck
+
+    rl = selfplay.as_rl()
+    checkpoint_dir, rounds_dir = work_dir / "checkpoints", work_dir / "rounds"
+    known = known_questions(qa_dir)
+    rounds = SelfPlayRounds(tokenizer, retriever, seed_answers(corpus_dir, qa), rollout, selfplay, rounds_dir, known,
+                            KBCheck(kb) if kb is not None else None)
+    progress = ProgressLog(selfplay.rounds, "selfplay: round", PROGRESS)
+    trainer = make_search_trainer(rl, model, tokenizer, rounds, checkpoint_dir, [progress.callback, *(callbacks or [])],
+                                  save_total_limit=selfplay.keep_checkpoints)
+    resume = resume_point(checkpoint_dir)
+    if resume:
+        log.info("selfplay: resuming at round %d of %d (%s)", int(Path(resume).name.split("-")[-1]) + 1,
+                 selfplay.rounds, resume)
+    tokens_before, started = tokens_seen(resume), time.perf_counter()
+    trainer.train(resume_from_checkpoint=resume)
+    seconds = time.perf_counter() - started
+    save_trained(trainer, out_dir)
+    if not trainer.is_world_process_zero():
+        return None
+    tokenizer.save_pretrained(str(out_dir))
+    history = trainer.state.log_history
+    write_jsonl(out_dir / "train_log.jsonl", history)
+    records = [r for index in range(selfplay.rounds) for r in read_jsonl(round_file(rounds_dir, index))]
+    write_jsonl(out_dir / "questions.jsonl", records)
+    summaries = [round_summary(index, [r for r in records if r["round"] == index], [], [], known, kb is not None)
+                 for index in range(selfplay.rounds)]
+    # the rewards are the trainer's (its log, by step): a resumed run did not see the earlier rounds' episodes
+    by_step = {row["step"]: row for row in history if "selfplay/proposer_reward" in row}
+    for summary in summaries:
+        row = by_step.get(summary["round"] + 1, {})
+        summary.update(proposer_reward=row.get("selfplay/proposer_reward"), solver_reward=row.get(
+            "selfplay/solver_reward"))
+    write_jsonl(out_dir / "rounds.jsonl", summaries)
+    write_datasheet(out_dir / "datasheet.md", summaries, records, kb is not None)
+    verified = [r for r in records if r["verified"]]
+    figures = {**run_figures(trainer, resume, tokens_before, seconds),
+               "rollout_seconds": round(rounds.timings["rollout"], 2), "rounds": selfplay.rounds,
+               "proposals": len(records), "verified": len(verified),
+               "verified_share": round(len(verified) / len(records), 4) if records else 0.0,
+               "solver_success": round(sum(r["solver_success"] for r in verified) / len(verified), 4) if verified
+               else 0.0}
+    if kb is not None and verified:
+        figures["kb_correct_share"] = round(sum(bool(r["kb_correct"]) for r in verified) / len(verified), 4)
+    return figures
+
+
+def write_datasheet(path: Path, summaries: list[dict], records: list[dict], has_kb: bool, examples: int = 10) -> None:
+    """``datasheet.md``: the figures of every round, rejections by reason, and verified questions to read."""
+    verified = [r for r in records if r["verified"]]
+    lines = ["# Self-play questions", "",
+             f"{len(records)} proposals over {len(summaries)} rounds; {len(verified)} verified "
+             "(answered by the solver from the proposer's passages, not without them, not naming the answer, "
+             "not a repeat).", "",
+             "| round | proposals | verified | " + ("KB-correct | " if has_kb else "") + "solver success | hops | "
+             "novelty |", "|---|---:|---:|" + ("---:|" if has_kb else "") + "---:|---:|---:|"]
+    for s in summaries:
+        kb = f"{s.get('kb_correct_share', 0):.2f} | " if has_kb else ""
+        lines.append(f"| {s['round']} | {s['proposals']} | {s['verified_share']:.2f} | {kb}{s['solver_success']:.2f} "
+                     f"| {s['hops']:.2f} | {s['novelty']:.2f} |")
+    reasons: dict[str, int] = {}
+    for r in records:
+        if r["reason"]:
+            reasons[r["reason"]] = reasons.get(r["reason"], 0) + 1
+    lines += ["", "## Rejected proposals by reason", ""]
+    lines += [f"- {reason}: {count}" for reason, count in sorted(reasons.items(), key=lambda kv: -kv[1])] or ["- none"]
+    lines += ["", "## Verified questions", ""]
+    for r in verified[:examples]:
+        kb = f"; KB: {'right and unique' if r['kb_correct'] else 'not confirmed'}" if has_kb else ""
+        lines.append(f"- round {r['round']}: {r['question']} → **{r['answer']}** (solver success "
+                     f"{r['solver_success']:.2f}{kb}; searches: {'; '.join(s['query'] for s in r['searches'])})")
+    if not verified:
+        lines.append("- none yet")
+    path.write_text("\n".join(lines) + "\n")

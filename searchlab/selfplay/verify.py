@@ -1,0 +1,198 @@
+"""Which self-play proposals become training questions: SSP's retrieval-augmented check and this project's filters.
+
+A proposal is the proposer's episode for one seed answer. It is *verified*
+when, in this order (the first failure is its ``reason``):
+
+1. it ended with a non-empty ``<question>`` of at most ``max_question_words``
+   words (``no_question``, ``too_long``), after at least one search
+   (``no_search``: nothing to verify against), and the question does not contain
+   the answer (``names_answer``);
+2. the solver role answers it correctly in one turn given only the passages the
+   proposer's searches returned, replayed as its own searches (``rag_failed``:
+   SSP's RAG check; no knowledge-base label is used);
+3. the solver does *not* answer it correctly without them (``closed_book``:
+   a question the model answers from memory teaches no searching);
+4. it is not, normalised, a question already kept (``duplicate``), in an
+   earlier round or earlier in this one.
+
+Where the corpus has a knowledge base, :class:`KBCheck` also says whether the
+verified question is right and unique by the KB: reported beside the
+verified share (how often the RAG check lets a wrong question through), never
+used to filter, so that self-play stays label-free.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+
+from searchlab.eval.systems import searched_prompt
+from searchlab.params import RolloutParams
+from searchlab.retrieval.base import Hit
+from searchlab.scoring import cover_exact_match, exact_match, normalize_answer
+from searchlab.synth.kb import KB
+from searchlab.synth.lexicon import phrasing, words
+
+
+@dataclass
+class Proposal:
+    """One proposer episode and what became of it; :meth:`record` is its line in ``questions.jsonl``."""
+
+    round: int
+    answer: str  # the seed answer the proposer was given
+    question: str | None
+    searches: list[tuple[str, list[Hit]]]  # each search that ran: its query and the passages it returned
+    trajectory: str
+    verified: bool = False
+    reason: str | None = None
+    rag_answer: str | None = None
+    closed_book_answer: str | None = None
+    kb_correct: bool | None = None  # right and unique by the KB (None: no KB, or not verified)
+    solver_success: float | None = None  # mean EM of the solver's group (verified proposals)
+    solver_answers: list[str | None] = field(default_factory=list)
+
+    def record(self) -> dict:
+        """The proposal as JSON: passages by id, everything else as is."""
+        data = asdict(self)
+        data["searches"] = [{"query": query, "passages": [hit.id for hit in hits]} for query, hits in self.searches]
+        return data
+
+
+def screen(proposal: Proposal, max_question_words: int) -> str | None:
+    """The reason a proposal fails the text checks (step 1 of the module doc), or None."""
+    question = (proposal.question or "").strip()
+    if not question:
+        return "no_question"
+    if len(question.split()) > max_question_words:
+        return "too_long"
+    if not proposal.searches:
+        return "no_search"
+    if cover_exact_match(question, [proposal.answer]):
+        return "names_answer"
+    return None
+
+
+def verify(proposals: Sequence[Proposal], model, tokenizer, retriever, params: RolloutParams,
+           kept: set[str], max_question_words: int = 40, kb_check: "KBCheck | None" = None) -> None:
+    """Verify ``proposals`` in place (``verified``, ``reason``, the solver's answers, ``kb_correct``).
+
+    ``kept`` holds the normalised questions kept so far; the newly verified
+    ones are added. The model checks decode greedily, one batch each.
+    """
+    from searchlab.agent.rollout import rollout
+
+    for p in proposals:
+        p.reason = screen(p, max_question_words)
+    candidates = [p for p in proposals if p.reason is None]
+    if candidates:
+        one_turn = params.model_copy(update={"max_turns": 1, "temperature": 0.0, "extractive_answers": False})
+        questions = [p.question for p in candidates]
+        prompts = [searched_prompt(tokenizer, p.question, p.searches, params) for p in candidates]
+        with_passages = rollout(model, tokenizer, retriever, questions, one_turn, prompts, force_answer=True)
+        without = rollout(model, tokenizer, retriever, questions, one_turn, force_answer=True)
+        for p, rag, closed in zip(candidates, with_passages, without):
+            p.rag_answer, p.closed_book_answer = rag.answer, closed.answer
+            if not exact_match(rag.answer, [p.answer]):
+                p.reason = "rag_failed"
+            elif exact_match(closed.answer, [p.answer]):
+                p.reason = "closed_book"
+    for p in proposals:
+        if p.reason is None:
+            key = normalize_answer(p.question)
+            if key in kept:
+                p.reason = "duplicate"
+                continue
+            kept.add(key)
+            p.verified = True
+            if kb_check is not None:
+                p.kb_correct = kb_check.right_and_unique(p.question, p.answer)
+
+
+class KBCheck:
+    """Is a free-text question right and unique by the knowledge base? A structural reading, not a parser.
+
+    From every KB entity the question names, follow up to ``max_hops`` facts
+    whose predicate the question mentions (one of its search keywords or its
+    own words, :mod:`searchlab.synth.lexicon`). The question is *right* when
+    one such chain ends at the answer, and *unique* when no chain as long as
+    the longest ends at another value of the answer's kind (a number or a
+    name): "Where was the founder of Ato Company born?" reaches the founder's
+    birthplace and birth year, and only the birthplace is a name.
+    """
+
+    def __init__(self, kb: KB, max_hops: int = 3, max_name_words: int = 6) -> None:
+        self.kb, self.max_hops, self.max_name_words = kb, max_hops, max_name_words
+        self.by_name: dict[str, list[str]] = defaultdict(list)
+        for entity in kb.entities.values():
+            self.by_name[_words_key(entity.name)].append(entity.id)
+
+    def named(self, question: str) -> list[str]:
+        """Ids of the KB entities whose full name occurs in ``question`` (as whole words)."""
+        tokens = _tokens(question)
+        found = []
+        for size in range(1, self.max_name_words + 1):
+            for start in range(len(tokens) - size + 1):
+                found += self.by_name.get(" ".join(tokens[start:start + size]), [])
+        return list(dict.fromkeys(found))
+
+    def right_and_unique(self, question: str, answer: str) -> bool:
+        """Whether a chain of mentioned facts from a named entity ends at ``answer`` and at nothing else like it."""
+        text = " ".join(_tokens(question))
+        ends: dict[int, set[str]] = defaultdict(set)  # depth -> normalised values reached
+        frontier = [entity for entity in self.named(question)]
+        seen = set(frontier)
+        for depth in range(1, self.max_hops + 1):
+            following = []
+            for entity_id in frontier:
+                for predicate, facts in self.kb[entity_id].facts.items():
+                    if not _mentions(text, predicate):
+                        continue
+                    for fact in facts:
+                        ends[depth].add(normalize_answer(self.kb.value_text(fact)))
+                        if fact.relation and fact.value not in seen:
+                            seen.add(fact.value)
+                            following.append(fact.value)
+            frontier = following
+        target = normalize_answer(answer)
+        if not any(target in values for values in ends.values()):
+            return False
+        deepest = max(depth for depth, values in ends.items() if values)
+        numeric = _is_number(target)
+        rivals = {value for value in ends[deepest] if _is_number(value) == numeric} - {target}
+        return not rivals and target in ends[deepest]
+
+
+def _tokens(text: str) -> list[str]:
+    return re.findall(r"[a-z0-9]+", text.lower())
+
+
+def _words_key(name: str) -> str:
+    return " ".join(_tokens(name))
+
+
+def _is_number(text: str) -> bool:
+    return bool(re.fullmatch(r"[0-9][0-9 ,.]*", text))
+
+
+def _mentions(question_words: str, predicate: str) -> bool:
+    """Whether the question (lower-case words joined by spaces) speaks of ``predicate``: it holds one of its search
+    keywords or its own words, or every word of one of its question or noun-phrase templates."""
+    ph = phrasing(predicate)
+    padded, present = f" {question_words} ", set(question_words.split())
+    for phrase in (*ph.keywords, words(predicate)):
+        key = _words_key(phrase)
+        if key and f" {key} " in padded:
+            return True
+    for template in (*ph.questions, *ph.phrases):
+        needed = set(_tokens(re.sub(r"\{\w+\}", " ", template)))
+        if needed and needed <= present:
+            return True
+    return False
+
+
+def novelty(questions: Iterable[str], known: set[str]) -> float:
+    """The share of ``questions`` whose normalised text is not in ``known`` (the qa stage's questions); 1.0 if none."""
+    normalised = [normalize_answer(q) for q in questions]
+    return sum(q not in known for q in normalised) / len(normalised) if normalised else 1.0

@@ -1,0 +1,207 @@
+"""Self-play rounds on a real tiny model and a real BM25 index: verification, rewards, files, exact resume.
+
+The policy is a real tiny Qwen2 network whose *generation* is steered to a script (its logits are forced, as in
+the rollout tests), so that proposals pass or fail verification for known reasons; its training forward and
+backward passes are the network's own.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+import transformers
+from transformers import Qwen2ForCausalLM, TrainerCallback
+
+from searchlab.agent.rollout import encode_completion
+from searchlab.jsonl import read_jsonl
+from searchlab.params import QAParams, RolloutParams, SelfPlayParams
+from searchlab.selfplay.rounds import SelfPlayRounds, proposer_reward
+from searchlab.selfplay.seeds import draw_seeds, seed_answers
+from searchlab.selfplay.train import train_selfplay
+from searchlab.selfplay.verify import Proposal, screen
+from tests.searchlab.agent.conftest import counting_bm25
+from tests.searchlab.agent.test_rollout import (  # noqa: F401  (one_thread: the same autouse fixture)
+    DOCS,
+    ForceTokens,
+    make_model,
+    make_tokenizer,
+    one_thread,
+)
+
+# what the scripted proposer asks for each seed answer, and what the scripted solver answers
+PROPOSALS = {"Tokyo": "What is the capital of Japan?", "Oslo": "What is the capital of Norway?",
+             "Nile": "Which river is the Nile?"}
+ANSWERS = {"What is the capital of Japan?": "Tokyo", "What is the capital of Norway?": "Oslo"}
+CLOSED_BOOK = {"What is the capital of Norway?"}  # the solver knows this one without searching
+ROLLOUT = RolloutParams(max_new_tokens=40, max_turns=3, topk=2, max_information_tokens=64, batch_size=8)
+QA = QAParams(heldout_share=0.0)
+
+
+def script(text: str) -> str:
+    """The turn the scripted policy writes after the visible context ``text``."""
+    if "\nAnswer: " in text:  # the proposer's prompt (the instructions mention the tags: look after them)
+        answer, done = text.split("\nAnswer: ", 1)[1].split("\n", 1)
+        if "<information>" not in done:
+            return f"<think>About {answer}.</think>\n<search> {answer} </search>"
+        return f"<think>Enough.</think>\n<question> {PROPOSALS.get(answer, 'What is this?')} </question>"
+    question, done = text.split("Question: ", 1)[1].split("\n", 1)
+    known = ANSWERS.get(question, "unknown")
+    if text.endswith("<answer>"):  # a forced one-turn answer: the verifier's checks
+        return f" {known if '<information>' in done or question in CLOSED_BOOK else 'unknown'} </answer>"
+    if "<information>" not in done:
+        return f"<search> {question} </search>"
+    return f"<answer> {known} </answer>"
+
+
+class ScriptedPolicy(Qwen2ForCausalLM):
+    """A real tiny network whose generate() writes :func:`script`'s turns."""
+
+    tokenizer = None
+
+    def generate(self, input_ids=None, attention_mask=None, **kwargs):
+        tok = type(self).tokenizer
+        rows = [encode_completion(tok, script(tok.decode([i for i, m in zip(ids, mask) if m],
+                                                         skip_special_tokens=False)))
+                for ids, mask in zip(input_ids.tolist(), attention_mask.tolist())]
+        kwargs["logits_processor"] = transformers.LogitsProcessorList(
+            [ForceTokens(rows, input_ids.shape[1], tok.eos_token_id)])
+        return super().generate(input_ids=input_ids, attention_mask=attention_mask, **kwargs)
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    tok = make_tokenizer(tags_special=True)
+    ScriptedPolicy.tokenizer = tok
+    return tok
+
+
+def policy(tokenizer) -> ScriptedPolicy:
+    base = make_model(tokenizer)
+    model = ScriptedPolicy(base.config)
+    model.load_state_dict(base.state_dict())
+    return model.train()
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    """A corpus folder whose titles (the seeds) are the three scripted answers, a qa folder, and BM25 over DOCS."""
+    corpus = tmp_path_factory.mktemp("selfplay-corpus")
+    (corpus / "corpus.jsonl").write_text("".join(
+        json.dumps({"id": i, "contents": f'"{DOCS[i][0]}"\n{DOCS[i][1]}'}) + "\n" for i in ("tokyo", "oslo", "nile")))
+    qa = tmp_path_factory.mktemp("selfplay-qa")
+    (qa / "train.jsonl").write_text(json.dumps({"question": "What is the capital of Japan?"}) + "\n")
+    with counting_bm25(tmp_path_factory, DOCS) as retriever:
+        yield corpus, qa, retriever
+
+
+def _params(**kw) -> SelfPlayParams:
+    return SelfPlayParams(**{"rounds": 3, "proposals_per_round": 3, "solver_questions": 2, "num_generations": 2,
+                             "learning_rate": 5e-3, "samples": 0, **kw})
+
+
+def test_seeds_are_titles_without_a_kb_and_never_held_out(world, tmp_path):
+    corpus, _, _ = world
+    assert seed_answers(corpus, QA) == ["Nile", "Oslo", "Tokyo"]
+    assert draw_seeds(["a", "b", "c", "d"], 5, 2, 0) == draw_seeds(["a", "b", "c", "d"], 5, 2, 0)
+    everything_held_out = QAParams(heldout_share=0.999999)
+    with pytest.raises(ValueError, match="no seed answers"):
+        seed_answers(corpus, everything_held_out)
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    (kb / "kb.jsonl").write_text(json.dumps({"id": "e1", "name": "Ato Company", "facts": [
+        {"predicate": "founded_by", "value": "e2", "kind": "relation", "text": "Rasen Sanbin"},
+        {"predicate": "founded_year", "value": 1908, "kind": "attribute", "text": "1908"}]}) + "\n" + json.dumps(
+        {"id": "e2", "name": "Rasen Sanbin", "facts": [
+            {"predicate": "motto", "value": "x", "kind": "attribute", "text": "a sentence far too long to be a seed"}]})
+        + "\n")
+    assert seed_answers(kb, QA) == ["1908", "Ato Company", "Rasen Sanbin"]
+
+
+def test_text_checks_and_proposer_rewards():
+    def proposal(question, searches=(("q", []),)):
+        return Proposal(0, "Tokyo", question, list(searches), "")
+
+    assert screen(proposal(None), 10) == "no_question"
+    assert screen(proposal("  "), 10) == "no_question"
+    assert screen(proposal("one two three four"), 3) == "too_long"
+    assert screen(proposal("Which city?", ()), 10) == "no_search"
+    assert screen(proposal("Is tokyo the capital?"), 10) == "names_answer"
+    assert screen(proposal("What is the capital of Japan?"), 10) is None
+    params = _params()
+    hard = Proposal(0, "a", "q", [], "", verified=True, solver_success=0.25)
+    assert proposer_reward(hard, params) == 0.75
+    assert proposer_reward(hard, _params(proposer_reward="4s(1-s)")) == pytest.approx(0.75)
+    assert proposer_reward(Proposal(0, "a", "q", [], "", reason="rag_failed"), params) == -1.0
+
+
+class _Interrupt(TrainerCallback):
+    def on_step_end(self, args, state, control, **kwargs):
+        if state.global_step == 2:  # round 2 (index 1) is played and written, its checkpoint not yet
+            raise KeyboardInterrupt("killed before round 2's checkpoint")
+
+
+def test_rounds_verify_reward_record_and_resume_exactly(world, tokenizer, tmp_path):
+    corpus, qa, retriever = world
+    params = _params()
+    straight = train_selfplay(params, QA, ROLLOUT, policy(tokenizer), tokenizer, retriever, corpus, qa,
+                              tmp_path / "a", tmp_path / "a-work")
+    assert straight["steps"] == 3 and straight["proposals"] == 18 and straight["verified"] == 1
+
+    records = read_jsonl(tmp_path / "a/questions.jsonl")
+    first = [r for r in records if r["round"] == 0]
+    reasons = {(r["answer"], r["reason"]) for r in first}
+    # Tokyo's question passes once (its twin is a duplicate); Oslo's the solver knows closed-book; Nile's names it
+    assert reasons == {("Tokyo", None), ("Tokyo", "duplicate"), ("Oslo", "closed_book"), ("Nile", "names_answer")}
+    kept = next(r for r in first if r["verified"])
+    assert kept["question"] == "What is the capital of Japan?" and kept["rag_answer"] == "Tokyo"
+    assert kept["closed_book_answer"] == "unknown" and kept["solver_success"] == 1.0
+    assert kept["searches"] == [{"query": "Tokyo", "passages": kept["searches"][0]["passages"]}]
+    assert "tokyo" in kept["searches"][0]["passages"]
+    # later rounds: the same question is a duplicate of a kept one, and the solver replays it
+    assert all(r["reason"] == "duplicate" for r in records if r["round"] > 0 and r["answer"] == "Tokyo")
+
+    rounds = read_jsonl(tmp_path / "a/rounds.jsonl")
+    assert [r["round"] for r in rounds] == [0, 1, 2]
+    assert rounds[0]["verified_share"] == pytest.approx(1 / 6) and rounds[1]["verified_share"] == 0.0
+    assert rounds[0]["novelty"] == 0.0  # the qa stage already asked it
+    assert rounds[0]["proposer_reward"] == pytest.approx((0.0 - 5) / 6)  # one verified (1 - s = 0), five failed
+    log = read_jsonl(tmp_path / "a/train_log.jsonl")
+    assert [row["selfplay/solver_reward"] for row in log if "selfplay/solver_reward" in row][0] == 1.0
+    assert "round" in (tmp_path / "a/datasheet.md").read_text()
+
+    with pytest.raises(KeyboardInterrupt):
+        train_selfplay(params, QA, ROLLOUT, policy(tokenizer), tokenizer, retriever, corpus, qa, tmp_path / "b",
+                       tmp_path / "b-work", callbacks=[_Interrupt()])
+    assert (tmp_path / "b-work/rounds/round-0001.jsonl").is_file()
+    assert not (tmp_path / "b-work/checkpoints/checkpoint-2").exists()
+    resumed = train_selfplay(params, QA, ROLLOUT, policy(tokenizer), tokenizer, retriever, corpus, qa,
+                             tmp_path / "b", tmp_path / "b-work")
+    assert resumed["resumed_from_step"] == 1 and resumed["steps"] == 3  # round 2 is played again
+    assert read_jsonl(tmp_path / "b/questions.jsonl") == records
+
+    from searchlab.model import load_model
+
+    a, _ = load_model(str(tmp_path / "a"))
+    b, _ = load_model(str(tmp_path / "b"))
+    for (name, x), (_, y) in zip(a.state_dict().items(), b.state_dict().items()):
+        assert torch.allclose(x, y, atol=1e-6), name
+
+
+def test_a_round_s_batch_has_both_roles_and_fills_missing_solver_groups(world, tokenizer, tmp_path):
+    corpus, qa, retriever = world
+    params = _params(rounds=1)
+    rounds = SelfPlayRounds(tokenizer, retriever, seed_answers(corpus, QA), ROLLOUT, params, tmp_path, set())
+    from searchlab.rl.train import make_search_trainer
+
+    trainer = make_search_trainer(params.as_rl(), policy(tokenizer), tokenizer, rounds, tmp_path / "checkpoints")
+    batch = trainer._generate_and_score_completions([{"prompt": str(i)} for i in range(10)])
+    roles = [q["role"] for q in rounds.last.questions]
+    assert roles == ["proposer"] * 6 + ["solver"] * 2 + ["filler"] * 2
+    assert rounds.last.rewards[-2:] == [None, None]
+    assert batch["advantages"][-2:].tolist() == [0.0, 0.0]  # a filler moves nothing
+    loss_mask = (batch["completion_mask"] * batch["tool_mask"]).tolist()
+    for episode, row in zip(rounds.last.episodes, loss_mask):
+        n = len(episode.completion_ids)
+        assert row[:n] == [1 - m for m in episode.env_mask]  # the passages the proposer read are not trained on
