@@ -427,6 +427,9 @@ class RLParams(Section):
     reward: RewardParams = RewardParams()
     buckets: list[Bucket] = Field(default_factory=lambda: ["easy", "medium", "hard"],
                                   description="difficulty buckets RL trains on (DeReason's split with sft.buckets)")
+    questions: list[Literal["qa", "selfplay"]] = Field(
+        default_factory=lambda: ["qa"], description="question sets RL trains on: the qa stage's training questions, "
+                                                    "the selfplay stage's verified questions, or both")
     curriculum: list[CurriculumKind] = Field(default_factory=list, description="any of difficulty, sec, noise; "
                                                                                "[]: questions drawn uniformly")
     difficulty: DifficultyCurriculumParams = DifficultyCurriculumParams()
@@ -459,6 +462,8 @@ class RLParams(Section):
                              f"(rl.questions_per_step x rl.num_generations)")
         if len(set(self.curriculum)) != len(self.curriculum):
             raise ValueError(f"rl.curriculum: each kind once, got {self.curriculum}")
+        if not self.questions or len(set(self.questions)) != len(self.questions):
+            raise ValueError(f"rl.questions: qa, selfplay or both, each once; got {self.questions}")
         return self
 
 

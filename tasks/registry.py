@@ -6,7 +6,7 @@ from tasks import base, benchmarks, corpus, evaluate, index, qa, rl, selfplay, s
 from tasks.stage import Stage
 
 STAGES: tuple[Stage, ...] = (corpus.STAGE, index.STAGE, qa.STAGE, benchmarks.STAGE, base.STAGE, sft.STAGE,
-                             rl.STAGE, selfplay.STAGE, evaluate.STAGE)
+                             selfplay.STAGE, rl.STAGE, evaluate.STAGE)
 BY_NAME: dict[str, Stage] = {s.name: s for s in STAGES}
 # the stages whose output is an agent model (a Model Registry version): a model source may name one of them
 MODEL_STAGES: tuple[str, ...] = tuple(s.name for s in STAGES if s.registers is not None)

@@ -32,11 +32,40 @@ log = logging.getLogger("searchlab.rl")
 
 
 def training_questions(questions_jsonl: Path, buckets: list[str]) -> list[dict]:
-    """The qa stage's training questions in ``buckets`` (DeReason's split: which buckets RL learns from)."""
+    """The training questions of ``questions_jsonl`` (:func:`gather_questions`) in ``buckets`` (DeReason's split:
+    which buckets RL learns from)."""
     chosen = [q for q in read_jsonl(questions_jsonl) if q["features"]["bucket"] in buckets]
     if not chosen:
-        raise ValueError(f"{questions_jsonl}: no training question in rl.buckets {buckets}")
+        raise ValueError(f"{questions_jsonl}: no training question in rl.buckets {buckets} (rl.questions chooses "
+                         f"the sets: qa, selfplay)")
     return chosen
+
+
+def selfplay_questions(questions_jsonl: Path) -> list[dict]:
+    """The selfplay stage's verified questions as training questions: the seed answer is the gold, the type is
+    ``selfplay``, and the bucket follows the solver's success rate s during self-play (easy: s >= 0.75, medium:
+    s >= 0.25, hard below); no evidence passages are known."""
+    questions = []
+    for r in read_jsonl(questions_jsonl):
+        if r["verified"]:
+            s = r["solver_success"]
+            bucket = "easy" if s >= 0.75 else "medium" if s >= 0.25 else "hard"
+            questions.append({"id": f"selfplay-{r['round']}-{len(questions)}", "type": "selfplay",
+                              "question": r["question"], "answers": [r["answer"]], "evidence": None,
+                              "features": {"bucket": bucket, "solver_success": s}})
+    return questions
+
+
+def gather_questions(sources: dict[str, Path], out: Path) -> dict[str, int]:
+    """Write the training questions of ``sources`` (``qa``: the qa stage's ``train.jsonl``; ``selfplay``: the
+    selfplay stage's ``questions.jsonl``) to ``out``, in that order; how many each gave."""
+    counts, questions = {}, []
+    for name, path in sources.items():
+        found = selfplay_questions(path) if name == "selfplay" else read_jsonl(path)
+        counts[f"questions.{name}"] = len(found)
+        questions += found
+    write_jsonl(out, questions)
+    return counts
 
 
 def run_rl(model: ModelParams, rollout: RolloutParams, rl: RLParams, start: Path, questions_jsonl: Path,

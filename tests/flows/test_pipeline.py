@@ -43,7 +43,7 @@ def test_pipeline_caches_and_reruns_only_what_changed(prefect_server, tmp_path):
         summary = state.result()
         return summary, _task_states(state.state_details.flow_run_id, len(summary))
 
-    stages = ("corpus", "index", "qa", "benchmarks", "base", "sft", "rl", "selfplay", "evaluate")
+    stages = ("corpus", "index", "qa", "benchmarks", "base", "sft", "selfplay", "rl", "evaluate")
     summary, states = run()
     assert {k: v["cached"] for k, v in summary.items()} == dict.fromkeys(stages, False)
     assert states == dict.fromkeys(stages, "Completed")

@@ -93,5 +93,5 @@ def test_every_model_stage_is_an_upstream_of_evaluate_and_a_model_source_by_its_
     from tasks.evaluate import MODEL_UPSTREAM
     from tasks.registry import MODEL_STAGES
 
-    assert MODEL_STAGES == ("sft", "rl", "selfplay")
+    assert MODEL_STAGES == ("sft", "selfplay", "rl")
     assert set(MODEL_STAGES) | {"base"} == set(MODEL_UPSTREAM) <= set(STAGE.upstream)

@@ -109,14 +109,14 @@ def make_tokenizer(tags_special: bool):
     return PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|endoftext|>", pad_token="<|pad|>")
 
 
-def make_model(tokenizer):
+def make_model(tokenizer, seed: int = 0):
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
     config = Qwen2Config(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
                          num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=2048,
                          initializer_range=0.3,  # large weights: outputs depend on the context, so mistakes show
                          eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id, bos_token_id=None)
-    torch.manual_seed(0)
+    torch.manual_seed(seed)
     return Qwen2ForCausalLM(config).eval()
 
 

@@ -51,8 +51,13 @@ def _rl(**kw) -> RLParams:
                        "save_steps": 2, "logging_steps": 1, "samples": 0, **kw})
 
 
+# A random tiny policy rarely ends an episode well, and a group whose episodes all earn the same reward teaches
+# nothing: this seed's episodes differ in reward within some groups, so the runs below do learn.
+SEED = 7
+
+
 def _model(tokenizer):
-    return make_model(tokenizer).train()
+    return make_model(tokenizer, SEED).train()
 
 
 def test_trl_batch_inverts_the_environment_mask_and_closes_finished_episodes_with_eos():
@@ -120,7 +125,7 @@ def test_a_resumed_run_ends_with_the_weights_and_curriculum_of_an_uninterrupted_
 
     a, _ = load_model(str(tmp_path / "a"))
     b, _ = load_model(str(tmp_path / "b"))
-    start = make_model(tokenizer)
+    start = make_model(tokenizer, SEED)
     assert any(not torch.equal(x, y) for x, y in zip(a.state_dict().values(), start.state_dict().values()))
     for (name, x), (_, y) in zip(a.state_dict().items(), b.state_dict().items()):
         assert torch.allclose(x, y, atol=1e-6), name
