@@ -27,7 +27,7 @@ import psutil
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
-STAGES = ["corpus", "index", "qa", "benchmarks", "base", "sft", "rl", "evaluate"]
+STAGES = ["corpus", "index", "qa", "benchmarks", "base", "sft", "selfplay", "rl", "evaluate"]
 
 
 def descendants(pid: int) -> list[psutil.Process]:
