@@ -88,7 +88,8 @@ def main() -> None:
         print(f"largest |A - B| weight difference: {largest_difference(wa, wb):.3g}; "
               f"largest |A - sft| (what {stage} changed): {largest_difference(wa, start):.3g}")
         if stage == "selfplay":
-            same = (a / "data/selfplay/questions.jsonl").read_bytes() == (b / "data/selfplay/questions.jsonl").read_bytes()
+            questions = [project / "data/selfplay/questions.jsonl" for project in (a, b)]
+            same = questions[0].read_bytes() == questions[1].read_bytes()
             print(f"questions.jsonl of A and B identical: {same}")
 
 

@@ -191,7 +191,8 @@ def _model_path(root: Path, params: Params, model: str) -> str:
 def ask(
     question: Annotated[str, typer.Argument(help="the question")],
     model: Annotated[str, typer.Option(
-        "--model", help="a model stage (sft, rl: its output folder), a model folder, or models:/NAME@ALIAS")] = "sft",
+        "--model",
+        help="a model stage (sft, rl, selfplay: its output folder), a model folder, or models:/NAME@ALIAS")] = "sft",
     params_file: ParamsOpt = DEFAULT_PARAMS,
     overrides: SetOpt = None,
 ) -> None:

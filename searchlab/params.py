@@ -483,6 +483,9 @@ class SelfPlayParams(Section):
                                                        "round's first, then earlier rounds' kept questions)")
     num_generations: int = Field(4, ge=2, description="the GRPO group of both roles: proposals per seed answer, "
                                                       "solver episodes per question (its success rate s)")
+    seeds: Literal["names", "values"] = Field(
+        "names", description="seed answers: the KB's entity names, or also the values of their facts (dates, "
+                             "numbers, words); passage titles without a KB")
     proposer_reward: Literal["1-s", "4s(1-s)"] = Field(
         "1-s", description="reward of a verified question: 1 - s (SSP), or 4s(1 - s) (highest at s = 0.5)")
     invalid_reward: float = Field(-1.0, le=0, description="reward of a proposal that fails verification")

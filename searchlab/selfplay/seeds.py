@@ -1,8 +1,10 @@
 """Seed answers for the self-play proposer: the names and values a corpus knows, never a held-out answer.
 
 With a knowledge base (``kb.jsonl``: the synthetic world, your own records)
-the seeds are the values of its facts (related entities' names, dates,
-numbers, words) and the entities' own names; without one, the passage titles.
+the seeds are the entities' names (``kind="names"``) or also the values of
+their facts (``"values"``: dates, numbers, words); without one, the passage
+titles. On the demo, no seed that was a number ever led the tiny proposer to
+a verified question (0 of 56), and names did (README, "Search self-play").
 Answers the qa stage reserves for the benchmark suites are left out (the
 same hash decides, :func:`searchlab.synth.pipeline.is_heldout`), so self-play
 never trains on a test answer.
@@ -20,7 +22,7 @@ from searchlab.scoring import normalize_answer
 from searchlab.synth.pipeline import is_heldout
 
 
-def seed_answers(corpus_dir: Path, qa: QAParams, max_words: int = 6) -> list[str]:
+def seed_answers(corpus_dir: Path, qa: QAParams, kind: str = "names", max_words: int = 6) -> list[str]:
     """The distinct seed answers of the corpus in ``corpus_dir``, in a fixed order (sorted), held-out ones left out.
 
     ``max_words``: longer values (sentences) make poor answers and are skipped.
@@ -39,7 +41,7 @@ def seed_answers(corpus_dir: Path, qa: QAParams, max_words: int = 6) -> list[str
         names = {r["id"]: r["name"] for r in records}
         for r in records:
             add(r["name"])
-            for fact in r["facts"]:
+            for fact in r["facts"] if kind == "values" else ():
                 add(names.get(fact["value"], fact["text"]) if fact["kind"] == "relation" else fact["text"])
     else:
         for _, record in iter_jsonl(Path(corpus_dir) / "corpus.jsonl"):

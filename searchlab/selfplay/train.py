@@ -59,7 +59,8 @@ def train_selfplay(selfplay: SelfPlayParams, qa: QAParams, rollout: RolloutParam
     rl = selfplay.as_rl()
     checkpoint_dir, rounds_dir = work_dir / "checkpoints", work_dir / "rounds"
     known = known_questions(qa_dir)
-    rounds = SelfPlayRounds(tokenizer, retriever, seed_answers(corpus_dir, qa), rollout, selfplay, rounds_dir, known,
+    seeds = seed_answers(corpus_dir, qa, selfplay.seeds)
+    rounds = SelfPlayRounds(tokenizer, retriever, seeds, rollout, selfplay, rounds_dir, known,
                             KBCheck(kb) if kb is not None else None)
     progress = ProgressLog(selfplay.rounds, "selfplay: round", PROGRESS)
     trainer = make_search_trainer(rl, model, tokenizer, rounds, checkpoint_dir, [progress.callback, *(callbacks or [])],

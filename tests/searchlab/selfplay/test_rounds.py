@@ -116,7 +116,8 @@ def test_seeds_are_titles_without_a_kb_and_never_held_out(world, tmp_path):
         {"id": "e2", "name": "Rasen Sanbin", "facts": [
             {"predicate": "motto", "value": "x", "kind": "attribute", "text": "a sentence far too long to be a seed"}]})
         + "\n")
-    assert seed_answers(kb, QA) == ["1908", "Ato Company", "Rasen Sanbin"]
+    assert seed_answers(kb, QA) == ["Ato Company", "Rasen Sanbin"]
+    assert seed_answers(kb, QA, "values") == ["1908", "Ato Company", "Rasen Sanbin"]
 
 
 def test_text_checks_and_proposer_rewards():
