@@ -21,9 +21,7 @@ from searchlab.rl.curriculum import Curriculum
 from searchlab.train.common import (
     peft_config,
     resume_point,
-    run_figures,
-    save_trained,
-    tokens_seen,
+    train_and_save,
     trainer_settings,
 )
 from searchlab.train.launch import launch
@@ -195,16 +193,12 @@ def train_rl(rl: RLParams, rollout: RolloutParams, model, tokenizer, retriever, 
     trainer, resume = build_trainer(rl, rollout, model, tokenizer, retriever, questions_jsonl, corpus_jsonl,
                                     work_dir, [progress.callback, *(callbacks or [])])
     episodes = trainer.episodes
-    tokens_before, started = tokens_seen(resume), time.perf_counter()
-    trainer.train(resume_from_checkpoint=resume)
-    seconds = time.perf_counter() - started
+    # counted before saving: saving merges LoRA adapters into the weights, which leaves none trainable
     trainable = sum(t.numel() for t in trainer.model.parameters() if t.requires_grad)
-    save_trained(trainer, out_dir)
-    if not trainer.is_world_process_zero():
+    trained = train_and_save(trainer, tokenizer, resume, out_dir)
+    if trained is None:  # not the main process
         return None
-    tokenizer.save_pretrained(str(out_dir))
     history = trainer.state.log_history
-    write_jsonl(out_dir / "train_log.jsonl", history)
     write_jsonl(out_dir / "curriculum.jsonl",
                 [{"step": row["step"], **{k: v for k, v in row.items() if k.startswith("curriculum/")}}
                  for row in history if any(k.startswith("curriculum/") for k in row)])
@@ -212,7 +206,7 @@ def train_rl(rl: RLParams, rollout: RolloutParams, model, tokenizer, retriever, 
     write_jsonl(out_dir / "trajectories.jsonl", [r for path in kept for r in read_jsonl(path)])
     chart_curves(history, out_dir / "curves.png")
     rows = [row for row in history if "reward" in row]
-    figures = {**run_figures(trainer, resume, tokens_before, seconds),
+    figures = {**trained[0],
                "rollout_seconds": round(episodes.timings["rollout"], 2),
                "reward_seconds": round(episodes.timings["reward"], 2),
                "questions": len(episodes.curriculum.questions),

@@ -33,7 +33,7 @@ from pathlib import Path
 from searchlab.agent.protocol import proposer_instruction
 from searchlab.agent.rollout import Rollout, chat_prompt, rollout
 from searchlab.jsonl import read_jsonl, write_jsonl
-from searchlab.params import RLParams, RolloutParams, SelfPlayParams
+from searchlab.params import RolloutParams, SelfPlayParams
 from searchlab.rl.grpo import StepBatch, generation_model, policy_params, training_rollout_params, trl_batch
 from searchlab.rl.rewards import reward
 from searchlab.scoring import normalize_answer
@@ -81,17 +81,20 @@ class SelfPlayRounds:
         self.kept: set[str] | None = None  # normalised kept questions, read back from earlier rounds when first needed
         self.history: list[dict] = []  # earlier rounds' kept questions: the solver's replay
         self.last: StepBatch | None = None
-        self.timings: dict[str, float] = {"rollout": 0.0, "reward": 0.0}
-        self.summaries: list[dict] = []
+        self.rollout_seconds = 0.0
+
+    def _remember(self, records: list[dict]) -> None:
+        """Keep the verified ones of a round's ``records``: for the duplicate check and the solver's replay."""
+        for record in records:
+            if record["verified"]:
+                self.kept.add(normalize_answer(record["question"]))
+                self.history.append(record)
 
     def _read_history(self, before: int) -> None:
         self.kept, self.history = set(), []
         for index in range(before):
             path = round_file(self.rounds_dir, index)
-            for record in read_jsonl(path) if path.is_file() else []:
-                if record["verified"]:
-                    self.kept.add(normalize_answer(record["question"]))
-                    self.history.append(record)
+            self._remember(read_jsonl(path) if path.is_file() else [])
 
     # -- TRL's rollout_func
     def rollout_func(self, prompts: list, trainer) -> dict[str, list]:
@@ -129,7 +132,7 @@ class SelfPlayRounds:
             questions = [q for q, _ in solved for _ in range(generations)]
             solver_episodes = rollout(model, self.tokenizer, self.retriever, questions,
                                       policy_params(trainer, solver_params)) if solved else []
-        self.timings["rollout"] += time.perf_counter() - started
+        self.rollout_seconds += time.perf_counter() - started
 
         scored = [reward(e, [a], None, self.rl.reward) for e, (_, a) in
                   zip(solver_episodes, [item for item in solved for _ in range(generations)])]
@@ -162,11 +165,7 @@ class SelfPlayRounds:
         if trainer.accelerator.is_main_process:
             self.rounds_dir.mkdir(parents=True, exist_ok=True)
             write_jsonl(round_file(self.rounds_dir, step), records)
-        self.summaries.append(summary)
-        self.history += [r for r in records if r["verified"]]
-        for r in records:
-            if r["verified"]:
-                self.kept.add(normalize_answer(r["question"]))
+        self._remember(records)
         return trl_batch(episodes, self.tokenizer.eos_token_id)
 
     # -- TRL's reward function

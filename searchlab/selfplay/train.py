@@ -13,7 +13,6 @@ figures per round), ``train_log.jsonl`` and ``datasheet.md``.
 from __future__ import annotations
 
 import logging
-import time
 from pathlib import Path
 
 from searchlab.jsonl import read_jsonl, write_jsonl
@@ -22,7 +21,7 @@ from searchlab.rl.train import ProgressLog, make_search_trainer
 from searchlab.scoring import normalize_answer
 from searchlab.selfplay.rounds import SelfPlayRounds, round_file, round_summary
 from searchlab.selfplay.seeds import seed_answers
-from searchlab.train.common import resume_point, run_figures, save_trained, tokens_seen
+from searchlab.train.common import resume_point, train_and_save
 from searchlab.train.launch import launch
 
 log = logging.getLogger("searchlab.selfplay")
@@ -69,15 +68,10 @@ def train_selfplay(selfplay: SelfPlayParams, qa: QAParams, rollout: RolloutParam
     if resume:
         log.info("selfplay: resuming at round %d of %d (%s)", int(Path(resume).name.split("-")[-1]) + 1,
                  selfplay.rounds, resume)
-    tokens_before, started = tokens_seen(resume), time.perf_counter()
-    trainer.train(resume_from_checkpoint=resume)
-    seconds = time.perf_counter() - started
-    save_trained(trainer, out_dir)
-    if not trainer.is_world_process_zero():
+    trained = train_and_save(trainer, tokenizer, resume, out_dir)
+    if trained is None:  # not the main process
         return None
-    tokenizer.save_pretrained(str(out_dir))
     history = trainer.state.log_history
-    write_jsonl(out_dir / "train_log.jsonl", history)
     records = [r for index in range(selfplay.rounds) for r in read_jsonl(round_file(rounds_dir, index))]
     write_jsonl(out_dir / "questions.jsonl", records)
     summaries = [round_summary(index, [r for r in records if r["round"] == index], [], [], known, kb is not None)
@@ -91,8 +85,8 @@ def train_selfplay(selfplay: SelfPlayParams, qa: QAParams, rollout: RolloutParam
     write_jsonl(out_dir / "rounds.jsonl", summaries)
     write_datasheet(out_dir / "datasheet.md", summaries, records, kb is not None)
     verified = [r for r in records if r["verified"]]
-    figures = {**run_figures(trainer, resume, tokens_before, seconds),
-               "rollout_seconds": round(rounds.timings["rollout"], 2), "rounds": selfplay.rounds,
+    figures = {**trained[0],
+               "rollout_seconds": round(rounds.rollout_seconds, 2), "rounds": selfplay.rounds,
                "proposals": len(records), "verified": len(verified),
                "verified_share": round(len(verified) / len(records), 4) if records else 0.0,
                "solver_success": round(sum(r["solver_success"] for r in verified) / len(verified), 4) if verified

@@ -6,6 +6,7 @@ import json
 import logging
 import os
 import shutil
+import time
 from pathlib import Path
 from typing import Any
 
@@ -114,6 +115,26 @@ def tokens_seen(checkpoint: str | None) -> int:
     if not checkpoint:
         return 0
     return json.loads((Path(checkpoint) / "trainer_state.json").read_text()).get("num_input_tokens_seen", 0)
+
+
+def train_and_save(trainer, tokenizer, resume: str | None, out_dir: Path) -> tuple[dict[str, Any], Any] | None:
+    """Train from checkpoint ``resume`` (None: afresh) and save the model to ``out_dir`` (:func:`save_trained`);
+    the main process also saves the tokenizer and ``train_log.jsonl`` (the Trainer's log history) there.
+
+    Returns ``(figures, result)`` on the main process: :func:`run_figures` of the run and what
+    ``trainer.train`` returned; None on the others.
+    """
+    from searchlab.jsonl import write_jsonl
+
+    tokens_before, started = tokens_seen(resume), time.perf_counter()
+    result = trainer.train(resume_from_checkpoint=resume)
+    seconds = time.perf_counter() - started
+    save_trained(trainer, out_dir)
+    if not trainer.is_world_process_zero():
+        return None
+    tokenizer.save_pretrained(str(out_dir))
+    write_jsonl(out_dir / "train_log.jsonl", trainer.state.log_history)
+    return run_figures(trainer, resume, tokens_before, seconds), result
 
 
 def run_figures(trainer, resume: str | None, tokens_before: int, seconds: float) -> dict[str, Any]:

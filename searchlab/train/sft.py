@@ -13,8 +13,6 @@ optimizer, scheduler, RNG states and data position, as the Trainer saves them).
 
 from __future__ import annotations
 
-import json
-import time
 from pathlib import Path
 from typing import get_args
 
@@ -27,9 +25,7 @@ from searchlab.train.common import (
     make_trainer,
     peft_config,
     resume_point,
-    run_figures,
-    save_trained,
-    tokens_seen,
+    train_and_save,
     trainer_settings,
 )
 from searchlab.train.launch import launch
@@ -148,18 +144,12 @@ def train_sft(params: SFTParams, model, tokenizer, demos_jsonl: Path, out_dir: P
     trainer = make_trainer(params.seed, model=model, args=args, train_dataset=train, eval_dataset=dev,
                            processing_class=tokenizer, callbacks=callbacks, peft_config=peft_config(params.lora))
     trainable = sum(t.numel() for t in trainer.model.parameters() if t.requires_grad)
-    tokens_before, started = tokens_seen(resume), time.perf_counter()
-    result = trainer.train(resume_from_checkpoint=resume)
-    seconds = time.perf_counter() - started
-    save_trained(trainer, out_dir)
-    if not trainer.is_world_process_zero():
+    trained = train_and_save(trainer, tokenizer, resume, out_dir)
+    if trained is None:  # not the main process
         return None
-    tokenizer.save_pretrained(str(out_dir))
-    history = trainer.state.log_history
-    with open(out_dir / "train_log.jsonl", "w") as f:
-        f.writelines(json.dumps(row) + "\n" for row in history)
-    evals = [row["eval_loss"] for row in history if "eval_loss" in row]
-    figures = {**run_figures(trainer, resume, tokens_before, seconds), "train_examples": len(train),
+    run, result = trained
+    evals = [row["eval_loss"] for row in trainer.state.log_history if "eval_loss" in row]
+    figures = {**run, "train_examples": len(train),
                "dev_examples": len(dev) if dev is not None else 0, "train_loss": round(result.training_loss, 4),
                "parameters": sum(t.numel() for t in model.parameters()),
                "trainable_parameters": trainable}
