@@ -123,7 +123,7 @@ def train(params, start: str, demos: Path, out_dir: Path, *, lora: bool, checkpo
     from searchlab.train.sft import train_sft
 
     sft = params.sft.model_copy(update={
-        "lora": params.sft.lora.model_copy(update={"enabled": lora}), "gradient_checkpointing": checkpointing,
+        "lora": params.sft.lora.model_copy(update={"enabled": lora}), "activation_checkpointing": checkpointing,
         "max_steps": max_steps, "save_steps": 10**6, "eval_steps": 10**6, "learning_rate": (
             params.sft.learning_rate if lora else FULL_LEARNING_RATE),
         # no warm-up: a share of max_steps would be most of a time-budgeted run, whose max_steps is a bound only

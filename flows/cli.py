@@ -22,6 +22,7 @@ from rich.table import Table
 
 from flows.runtime import UI_STATE, configure_prefect, find_root, running_ui
 from searchlab.params import Params, ParamsError, load_params
+from searchlab.progress import quiet_libraries
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="searchlab: a reproducible pipeline for training LLM search agents.")
@@ -475,6 +476,7 @@ def main() -> None:
     library.addHandler(handler)
     library.setLevel(logging.INFO)
     library.propagate = False  # the root logger may print it too
+    quiet_libraries()
     app()
 
 

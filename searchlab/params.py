@@ -347,7 +347,7 @@ class SFTParams(Section):
                                                                 "(one on a CPU)")
     accelerate_config: str | None = Field(None, description="an accelerate config file (DeepSpeed, FSDP, multi-GPU), "
                                                              "relative to the repository root")
-    gradient_checkpointing: bool | None = Field(None, description="recompute activations in the backward pass "
+    activation_checkpointing: bool | None = Field(None, description="recompute activations in the backward pass "
                                                                   "(less memory, more compute); null: on GPUs only")
     lora: LoraParams = LoraParams()
     registry_name: str = Field("searchlab-agent", description="MLflow registered model the trained folder becomes a "
@@ -444,7 +444,7 @@ class RLParams(Section):
     threads: int | None = Field(None, ge=1, description="torch threads on a CPU; null: torch's default")
     num_processes: int | None = Field(None, ge=1, description="training processes (one per GPU); null: as sft")
     accelerate_config: str | None = Field(None, description="an accelerate config file, relative to the root")
-    gradient_checkpointing: bool | None = Field(None, description="recompute activations in the backward pass "
+    activation_checkpointing: bool | None = Field(None, description="recompute activations in the backward pass "
                                                                   "(less memory, more compute); null: on GPUs only")
     lora: LoraParams = LoraParams()
     registry_name: str = Field("searchlab-agent", description="MLflow registered model the policy becomes a "
@@ -489,7 +489,14 @@ class SelfPlayParams(Section):
     proposer_reward: Literal["1-s", "4s(1-s)"] = Field(
         "1-s", description="reward of a verified question: 1 - s (SSP), or 4s(1 - s) (highest at s = 0.5)")
     invalid_reward: float = Field(-1.0, le=0, description="reward of a proposal that fails verification")
+    unverified_reward: float | None = Field(
+        None, le=0, description="reward of a proposal that passes the text checks (a grounded question not naming "
+                                "its answer) but fails a later one; null: invalid_reward")
     max_question_words: int = Field(40, ge=3, description="a longer proposed question fails verification")
+    grounded: bool = Field(True, description="reject a question that uses no name (a run of capitalised words), "
+                                             "or one the proposer's passages do not contain")
+    kb_filter: bool = Field(False, description="also reject a question the knowledge base does not confirm (right "
+                                               "and unique); uses the KB as a label, so off by default")
     seed: int = 0
     learning_rate: float = Field(1e-4, gt=0)
     warmup_ratio: float = Field(0.0, ge=0, lt=1)
@@ -509,7 +516,7 @@ class SelfPlayParams(Section):
     accelerate_config: str | None = Field(None, description="an accelerate config file, relative to the root")
     use_vllm: bool = Field(False, description="roll out with TRL's colocated vLLM engine (CUDA machines only)")
     vllm_gpu_memory_utilization: float = Field(0.3, gt=0, le=1)
-    gradient_checkpointing: bool | None = None
+    activation_checkpointing: bool | None = None
     lora: LoraParams = LoraParams()
     registry_name: str = Field("searchlab-agent", description="MLflow registered model the policy becomes a "
                                                                "version of")
@@ -534,14 +541,14 @@ class SelfPlayParams(Section):
             reward=self.reward, seed=self.seed, save_steps=1, logging_steps=1, samples=self.samples,
             use_vllm=self.use_vllm, vllm_gpu_memory_utilization=self.vllm_gpu_memory_utilization,
             threads=self.threads, num_processes=self.num_processes, accelerate_config=self.accelerate_config,
-            gradient_checkpointing=self.gradient_checkpointing, lora=self.lora, registry_name=self.registry_name,
+            activation_checkpointing=self.activation_checkpointing, lora=self.lora, registry_name=self.registry_name,
             registry_alias=self.registry_alias)
 
 
 # ---------------------------------------------------------------- evaluation
 # Kept equal to searchlab.eval.benchmarks.FORMATS and searchlab.eval.systems.SYSTEMS (a test checks): the schema
 # cannot import the evaluation library, which pulls in torch.
-BenchmarkFormat = Literal["auto", "flashrag", "nq-open", "hotpotqa", "json"]
+BenchmarkFormat = Literal["auto", "flashrag", "nq-open", "hotpotqa", "json", "search-r1"]
 EvalSystem = Literal["direct", "rag", "agent"]
 WORLD_SUITES: tuple[str, ...] = tuple(f"world-{t}" for t in QUESTION_TYPES)
 REGISTRY_PREFIX = "models:/"

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from searchlab.params import Params, flatten
+from searchlab.progress import quiet_libraries
 from tasks.imports import module_file, project_modules
 from tasks.locking import StageLock
 from tasks.outputs import (
@@ -201,6 +202,7 @@ def run_stage(stage: Stage, ctx: RunContext, upstream: dict[str, StageResult]) -
 
     On return, this run holds the folder's output lock shared (released by :meth:`RunContext.release`).
     """
+    quiet_libraries()  # whoever runs the stage (the CLI, a Prefect worker): its own progress lines, not per-call bars
     inputs = fingerprint_inputs(stage, ctx.params, ctx.root, {n: r.manifest["fingerprint"] for n, r in upstream.items()})
     fp = fingerprint(inputs)
     forced = stage.name in ctx.force

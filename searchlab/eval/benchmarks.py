@@ -1,19 +1,33 @@
 """Question-answering benchmark files loaded into one uniform list of :class:`Question`, for evaluation.
 
-Four file shapes are read (``FORMATS``):
+Five file shapes are read (``FORMATS``):
 
 - ``flashrag``: JSONL of ``{"id", "question", "golden_answers": [...], "metadata"?: {...}}``; the project's own
   world suites (``data/benchmarks/world-*.jsonl``, written by :mod:`searchlab.synth.benchmarks`) are in this shape.
-- ``nq-open``: JSONL of ``{"question", "answer": [...]}``; ids are ``f"{name}-{line}"``.
+- ``nq-open``: JSONL of ``{"question", "answer": [...] or "..."}``; R1-Searcher's eval sets (one answer string)
+  are in this shape.
 - ``hotpotqa``: one JSON list of ``{"_id", "question", "answer": "...", ...}``; the big ``context`` and
   ``supporting_facts`` lists are dropped.
-- ``json``: one JSON list of ``{"question", "answer" or "answers": str | [str, ...]}``; ids are
-  ``f"{name}-{index}"`` unless a record has ``"id"``.
+- ``json``: one JSON list of ``{"question", "answer" or "answers": str | [str, ...]}``.
+- ``search-r1``: Search-R1's verl rows, JSONL or Parquet, of ``{"data_source", "prompt": [{"role", "content"}],
+  "ability", "reward_model": {"ground_truth": {"target": [...] or "..."}}, "extra_info"}``. The question is the
+  row's ``question`` (or ``extra_info.question``), else the user message after its last ``Question:`` (where
+  Search-R1's prompt template puts it); ``prompt``, ``reward_model`` and ``golden_answers`` are dropped.
+
+Gold answers are one string or a list of strings in every format (a string becomes a one-element list).
+
+Ids, the same way for every format: the record's own id when it has one (``id``; ``_id`` in HotpotQA; in
+search-r1 ``f"{data_source}-{id}"``, since Search-R1 merges FlashRAG sets whose ids repeat, e.g. ``test_0``),
+else (no such key, or null) ``f"{name}-{index}"`` with ``index`` the record's 0-based place among the file's
+records (blank JSONL lines not counted), so one set of questions gets the same ids as JSONL, a JSON list or
+Parquet.
 
 Every problem is a :class:`BenchmarkError` naming the file and, for a bad record, where it is — ``line N``
-(1-based) in a JSONL file, ``record N`` (the 0-based list index, as in ``jq '.[N]'``) in a JSON file — and the
-key at fault. Loading is strict: answers must be non-blank strings (a number or a boolean is an error, not
-converted), so a benchmark never scores against something its file did not say.
+(1-based) in a JSONL file, ``record N`` (the 0-based list index, as in ``jq '.[N]'``) in a JSON file, ``row N``
+(0-based) in a Parquet file — and the key at fault. A ``format`` given explicitly must be the one the first record
+looks like, when it looks like one: otherwise the error names the format it looks like. Loading is strict:
+answers must be non-blank strings (a number or a boolean is an error, not converted), so a benchmark never scores
+against something its file did not say.
 """
 
 from __future__ import annotations
@@ -28,13 +42,22 @@ from searchlab.jsonl import RecordError, decode_text, iter_jsonl
 
 __all__ = ["FORMATS", "BenchmarkError", "Question", "detect_format", "load_benchmark"]
 
-FORMATS = ("flashrag", "nq-open", "hotpotqa", "json")
+FORMATS = ("flashrag", "nq-open", "hotpotqa", "json", "search-r1")
 
-# Which container each format lives in: JSON Lines (positions are 1-based lines) or one JSON list (0-based indexes).
-_CONTAINER = {"flashrag": "jsonl", "nq-open": "jsonl", "hotpotqa": "json", "json": "json"}
-_EXTENSION = {".jsonl": "jsonl", ".json": "json"}
+# The containers each format can live in: JSON Lines (positions are 1-based lines), one JSON list (0-based
+# indexes) or Parquet (0-based rows). A format given explicitly is read from the container the extension names if
+# it is one of these, else from the first.
+_CONTAINERS = {"flashrag": ("jsonl",), "nq-open": ("jsonl",), "hotpotqa": ("json",), "json": ("json",),
+               "search-r1": ("jsonl", "parquet")}
+_EXTENSION = {".jsonl": "jsonl", ".json": "json", ".parquet": "parquet"}
+# What auto-detection looks for in the first record, by container, for the message when nothing fits.
+_EXPECTED = {"jsonl": "'prompt' with 'reward_model' (search-r1), 'golden_answers' (flashrag) or 'answer' (nq-open)",
+             "json": "'supporting_facts' or '_id' with 'context' (hotpotqa), or 'answer'/'answers' (json)",
+             "parquet": "'prompt' with 'reward_model' (search-r1)"}
 # HotpotQA's paragraphs and supporting facts are the bulk of each record and of no use when the agent searches itself.
 _HOTPOTQA_DROPPED = frozenset({"context", "supporting_facts"})
+# A search-r1 row's prompt template and reward spec (and FlashRAG's answers again) are not question metadata.
+_SEARCH_R1_DROPPED = frozenset({"prompt", "reward_model", "golden_answers"})
 
 
 @dataclass(frozen=True)
@@ -66,21 +89,28 @@ def load_benchmark(path: Path | str, name: str, format: str = "auto", sample: in
                    seed: int = 0) -> list[Question]:
     """The questions of a benchmark file, in file order; ``name`` prefixes the ids the file does not give.
 
-    ``format`` is one of ``FORMATS`` or ``"auto"`` (see :func:`detect_format`). With ``sample``, a seeded
-    random subset of that many questions (``random.Random(seed)``), still in file order; all of them if the
-    file has no more than ``sample``.
+    ``format`` is one of ``FORMATS`` or ``"auto"`` (see :func:`detect_format`); a given format the file does not
+    look like is an error naming the one it does. With ``sample``, a seeded random subset of that many questions
+    (``random.Random(seed)``), still in file order; all of them if the file has no more than ``sample``.
     """
     path = Path(path)
     _check_arguments(path, name, format, sample)
     _require_file(path)
-    container = _CONTAINER[format] if format != "auto" else _container_of(path)
-    records = _read_records(path, container)
-    _require_records(path, records)
     if format == "auto":
+        container = _container_of(path)
+        records = _read_records(path, container)
+        _require_records(path, records)
         format = _format_of(path, container, records[0])
+    else:
+        container = _container_for(path, format)
+        records = _read_given(path, container, format)
+        _require_records(path, records)
+        _require_looks_like(path, container, format, records[0])
+    wheres = [_where(container, position) for position, _ in records]
     to_question = _PARSERS[format]
-    questions = [to_question(path, name, position, record) for position, record in records]
-    _reject_duplicate_ids(path, container, [position for position, _ in records], questions)
+    questions = [to_question(path, where, f"{name}-{index}", record)
+                 for index, (where, (_, record)) in enumerate(zip(wheres, records))]
+    _reject_duplicate_ids(path, wheres, questions)
     return _sample(questions, sample, seed)
 
 
@@ -105,22 +135,65 @@ def _require_file(path: Path) -> None:
 
 
 def _container_of(path: Path) -> str:
-    """``"jsonl"`` or ``"json"`` from the file extension; anything else cannot be auto-detected."""
+    """``"jsonl"``, ``"json"`` or ``"parquet"`` from the file extension; anything else cannot be auto-detected."""
     container = _EXTENSION.get(path.suffix.lower())
     if container is None:
         raise BenchmarkError(f"{path}: cannot tell the benchmark format from the extension {path.suffix!r} "
-                             f"(expected .jsonl or .json); pass format= one of {', '.join(FORMATS)}")
+                             f"(expected .jsonl, .json or .parquet); pass format= one of {', '.join(FORMATS)}")
     return container
 
 
+def _container_for(path: Path, format: str) -> str:
+    """The container a given format is read from: the extension's, if the format can live in it, else its first."""
+    containers = _CONTAINERS[format]
+    by_extension = _EXTENSION.get(path.suffix.lower())
+    return by_extension if by_extension in containers else containers[0]
+
+
 def _read_records(path: Path, container: str) -> list[tuple[int, Any]]:
-    """``(position, record)`` pairs: 1-based line numbers of a JSONL file, or 0-based indexes of a JSON list."""
+    """``(position, record)`` pairs: 1-based line numbers of a JSONL file, 0-based indexes of a JSON list or
+    0-based rows of a Parquet file."""
+    if container != "parquet" and _is_parquet(path):
+        raise BenchmarkError(f"{path}: a Parquet file, not {'JSON Lines' if container == 'jsonl' else 'a JSON list'}")
     try:
         if container == "jsonl":
             return list(iter_jsonl(path))
+        if container == "parquet":
+            return list(enumerate(_read_parquet(path)))
         return list(enumerate(_read_json_list(path)))
     except RecordError as err:  # also bytes that are not UTF-8, with their line
         raise BenchmarkError(f"{err.path}: line {err.line}: {err.problem}") from None
+
+
+def _read_given(path: Path, container: str, format: str) -> list[tuple[int, Any]]:
+    """The records for a given format; a file that cannot be read so says which format it looks like, if any."""
+    try:
+        return _read_records(path, container)
+    except BenchmarkError as err:
+        seen = _first_record_by_extension(path)
+        looks = _looks_like(seen[0], seen[2]) if seen else None
+        if looks is None or looks == format:
+            raise
+        container, position, record = seen
+        raise BenchmarkError(f"{err}; the file looks like {looks!r} (its first record, {_where(container, position)}, "
+                             f"has keys {sorted(record)}), not {format!r}: set format: {looks}, or auto") from None
+
+
+def _first_record_by_extension(path: Path) -> tuple[str, int, Any] | None:
+    """``(container, position, record)`` of the file's first record, read as its extension says; None if it cannot
+    be read so."""
+    try:
+        container = _container_of(path)
+        records = _read_records(path, container)
+    except BenchmarkError:
+        return None
+    return (container, *records[0]) if records else None
+
+
+def _is_parquet(path: Path) -> bool:
+    """Whether a file starts with Parquet's magic bytes (so reading it as text would only report binary noise)."""
+    with open(path, "rb") as f:
+        return f.read(4) == b"PAR1"
 
 
 def _read_json_list(path: Path) -> list[Any]:
@@ -135,37 +208,71 @@ def _read_json_list(path: Path) -> list[Any]:
     return data
 
 
+def _read_parquet(path: Path) -> list[dict]:
+    """The rows of a Parquet file as plain Python objects (list columns become lists, structs dicts)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    data = path.read_bytes()  # an unreadable file is an OSError, as for the JSON formats
+    try:
+        return pq.read_table(pa.BufferReader(data)).to_pylist()
+    except pa.ArrowException as err:
+        raise BenchmarkError(f"{path}: not a readable Parquet file ({err})") from None
+
+
 def _require_records(path: Path, records: list[tuple[int, Any]]) -> None:
     """An empty benchmark would evaluate to a meaningless score (or a division by zero), so it is an error."""
     if not records:
         raise BenchmarkError(f"{path}: the benchmark has no records")
 
 
-def _format_of(path: Path, container: str, first: tuple[int, Any]) -> str:
-    """The format told from the first record's keys; an error naming the keys seen when they fit no format."""
-    position, record = first
-    record = _as_object(path, _where(container, position), record)
-    keys = sorted(record)
+def _looks_like(container: str, record: Any) -> str | None:
+    """The format a record's keys point to in its container, or None when they fit none."""
+    if not isinstance(record, dict):
+        return None
+    if container in ("jsonl", "parquet") and "prompt" in record and "reward_model" in record:
+        return "search-r1"
     if container == "jsonl":
         if "golden_answers" in record:
             return "flashrag"
         if "answer" in record:
             return "nq-open"
-        expected = "'golden_answers' (flashrag) or 'answer' (nq-open)"
-    else:
-        if "_id" in record and ("supporting_facts" in record or "context" in record):
+    if container == "json":
+        if "supporting_facts" in record or ("_id" in record and "context" in record):
             return "hotpotqa"
         if "answer" in record or "answers" in record:
             return "json"
-        expected = "'_id' with 'supporting_facts' or 'context' (hotpotqa), or 'answer'/'answers' (json)"
-    raise BenchmarkError(f"{path}: cannot tell the benchmark format: the first record ({_where(container, position)}) "
-                         f"has keys {keys}; expected {expected}")
+    return None
+
+
+def _format_of(path: Path, container: str, first: tuple[int, Any]) -> str:
+    """The format told from the first record's keys; an error naming the keys seen when they fit no format."""
+    position, record = first
+    record = _as_object(path, _where(container, position), record)
+    format = _looks_like(container, record)
+    if format is None:
+        raise BenchmarkError(f"{path}: cannot tell the benchmark format: the first record "
+                             f"({_where(container, position)}) has keys {sorted(record)}; "
+                             f"expected {_EXPECTED[container]}")
+    return format
+
+
+def _require_looks_like(path: Path, container: str, format: str, first: tuple[int, Any]) -> None:
+    """A given format must be the one the first record looks like, when it looks like one: reading a file in
+    another format's terms would fail later with a message about keys, or quietly take the wrong ones."""
+    position, record = first
+    looks = _looks_like(container, record)
+    if looks is not None and looks != format:
+        raise BenchmarkError(f"{path}: {_where(container, position)}: format {format!r} was given, but the file "
+                             f"looks like {looks!r} (its first record has keys {sorted(record)}); "
+                             f"set format: {looks}, or auto")
 
 
 # ---------------------------------------------------------------- one record per format
-def _flashrag(path: Path, name: str, line: int, record: Any) -> Question:
+# Each takes the file, the record's position for messages (``where``), the id it gets if it has none of its own
+# (``default_id``) and the record.
+def _flashrag(path: Path, where: str, default_id: str, record: Any) -> Question:
     """A FlashRAG record; any top-level keys besides the four known ones join its ``metadata``."""
-    where = _where("jsonl", line)
     record = _as_object(path, where, record)
     metadata = record.get("metadata")
     if metadata is None:
@@ -176,33 +283,29 @@ def _flashrag(path: Path, name: str, line: int, record: Any) -> Question:
     clashing = sorted(set(extras) & set(metadata))
     if clashing:
         raise _record_error(path, where, clashing[0], "is both a top-level key and a key of 'metadata'")
-    answers = _answer_list(path, where, "golden_answers", _required(path, where, record, "golden_answers"))
-    return Question(id=_id(path, where, record, "id"), question=_question_text(path, where, record),
+    answers = _answers(path, where, "golden_answers", _required(path, where, record, "golden_answers"))
+    return Question(id=_id(path, where, record, "id", default_id), question=_question_text(path, where, record),
                     answers=answers, metadata={**metadata, **extras})
 
 
-def _nq_open(path: Path, name: str, line: int, record: Any) -> Question:
-    """An NQ-open record; it has no id, so the id is the benchmark name and the line (unless it has ``"id"``)."""
-    where = _where("jsonl", line)
+def _nq_open(path: Path, where: str, default_id: str, record: Any) -> Question:
+    """An NQ-open record (or R1-Searcher's, whose ``answer`` is one string)."""
     record = _as_object(path, where, record)
-    return Question(id=_id(path, where, record, "id") if "id" in record else f"{name}-{line}",
-                    question=_question_text(path, where, record),
-                    answers=_answer_list(path, where, "answer", _required(path, where, record, "answer")),
+    return Question(id=_id(path, where, record, "id", default_id), question=_question_text(path, where, record),
+                    answers=_answers(path, where, "answer", _required(path, where, record, "answer")),
                     metadata=_extras(record, {"id", "question", "answer"}))
 
 
-def _hotpotqa(path: Path, name: str, index: int, record: Any) -> Question:
-    """A HotpotQA record: its one answer string becomes a one-element list, ``type``/``level``/… the metadata."""
-    where = _where("json", index)
+def _hotpotqa(path: Path, where: str, default_id: str, record: Any) -> Question:
+    """A HotpotQA record: ``type``/``level``/… become the metadata, its paragraphs are dropped."""
     record = _as_object(path, where, record)
-    return Question(id=_id(path, where, record, "_id"), question=_question_text(path, where, record),
-                    answers=_answer_string(path, where, "answer", _required(path, where, record, "answer")),
+    return Question(id=_id(path, where, record, "_id", default_id), question=_question_text(path, where, record),
+                    answers=_answers(path, where, "answer", _required(path, where, record, "answer")),
                     metadata=_extras(record, {"_id", "question", "answer", *_HOTPOTQA_DROPPED}))
 
 
-def _plain_json(path: Path, name: str, index: int, record: Any) -> Question:
-    """A plain JSON record: ``answer`` or ``answers``, a string or a list of them; id from ``"id"`` or the index."""
-    where = _where("json", index)
+def _plain_json(path: Path, where: str, default_id: str, record: Any) -> Question:
+    """A plain JSON record: ``answer`` or ``answers`` (one of them), a string or a list of them."""
     record = _as_object(path, where, record)
     if "answer" in record and "answers" in record:
         raise _record_error(path, where, "answers", "given together with 'answer'; keep one of them")
@@ -210,17 +313,49 @@ def _plain_json(path: Path, name: str, index: int, record: Any) -> Question:
         raise _record_error(path, where, "answer",
                             f"is missing, and so is 'answers' (the record has keys {sorted(record)})")
     key = "answers" if "answers" in record else "answer"
-    value = record[key]
-    if not isinstance(value, (str, list)):
-        raise _record_error(path, where, key, f"must be a string or a list of strings, got {_show(value)}")
-    as_list = _answer_string if isinstance(value, str) else _answer_list
-    answers = as_list(path, where, key, value)
-    return Question(id=_id(path, where, record, "id") if "id" in record else f"{name}-{index}",
-                    question=_question_text(path, where, record), answers=answers,
+    return Question(id=_id(path, where, record, "id", default_id), question=_question_text(path, where, record),
+                    answers=_answers(path, where, key, record[key]),
                     metadata=_extras(record, {"id", "question", "answer", "answers"}))
 
 
-_PARSERS = {"flashrag": _flashrag, "nq-open": _nq_open, "hotpotqa": _hotpotqa, "json": _plain_json}
+def _search_r1(path: Path, where: str, default_id: str, record: Any) -> Question:
+    """A Search-R1 (verl) row: answers from ``reward_model.ground_truth.target``, the question as the module says."""
+    record = _as_object(path, where, record)
+    source = _text(path, where, "data_source", _required(path, where, record, "data_source"))
+    reward_model = _object(path, where, "reward_model", _required(path, where, record, "reward_model"))
+    ground_truth = _object(path, where, "reward_model.ground_truth",
+                           _required(path, where, reward_model, "ground_truth", within="reward_model"))
+    answers = _answers(path, where, "reward_model.ground_truth.target",
+                       _required(path, where, ground_truth, "target", within="reward_model.ground_truth"))
+    own_id = _id(path, where, record, "id", None)
+    return Question(id=f"{source}-{own_id}" if own_id is not None else default_id,
+                    question=_search_r1_question(path, where, record), answers=answers,
+                    metadata=_extras(record, {"id", "question", *_SEARCH_R1_DROPPED}))
+
+
+def _search_r1_question(path: Path, where: str, record: dict) -> str:
+    """The row's ``question``, else ``extra_info.question``, else the last user message after its last
+    ``Question:`` (Search-R1's template ends ``... Question: <q>\\n``)."""
+    if record.get("question") is not None:
+        return _question_text(path, where, record)
+    extra = record.get("extra_info")
+    if isinstance(extra, dict) and extra.get("question") is not None:
+        return _text(path, where, "extra_info.question", extra["question"])
+    prompt = _required(path, where, record, "prompt")
+    if not isinstance(prompt, list):
+        raise _record_error(path, where, "prompt", f"must be a list of chat messages, got {_show(prompt)}")
+    users = [m.get("content") for m in prompt if isinstance(m, dict) and m.get("role") == "user"]
+    if not users or not isinstance(users[-1], str):
+        raise _record_error(path, where, "prompt", "has no user message with text content to take the question from")
+    _, marker, question = users[-1].rpartition("Question:")
+    if not marker or not question.strip():
+        raise _record_error(path, where, "prompt", "has no 'Question: ...' in its user message, and the row has no "
+                                                   "'question' or 'extra_info.question' to take the question from")
+    return question.strip()
+
+
+_PARSERS = {"flashrag": _flashrag, "nq-open": _nq_open, "hotpotqa": _hotpotqa, "json": _plain_json,
+            "search-r1": _search_r1}
 
 
 # ---------------------------------------------------------------- checks on one record
@@ -231,16 +366,27 @@ def _as_object(path: Path, where: str, record: Any) -> dict:
     return record
 
 
-def _required(path: Path, where: str, record: dict, key: str) -> Any:
-    """The value of a key the record must have."""
+def _object(path: Path, where: str, key: str, value: Any) -> dict:
+    """A nested value that must be a JSON object (``key`` is its dotted path, for the message)."""
+    if not isinstance(value, dict):
+        raise _record_error(path, where, key, f"must be a JSON object, got {_show(value)}")
+    return value
+
+
+def _required(path: Path, where: str, record: dict, key: str, within: str = "") -> Any:
+    """The value of a key the record (or its nested object at dotted path ``within``) must have."""
     if key not in record:
-        raise _record_error(path, where, key, f"is missing (the record has keys {sorted(record)})")
+        raise _record_error(path, where, f"{within}.{key}" if within else key,
+                            f"is missing (the {repr(within) if within else 'record'} has keys {sorted(record)})")
     return record[key]
 
 
-def _id(path: Path, where: str, record: dict, key: str) -> str:
-    """The record's own id: a non-blank string, or an integer (some files number their questions)."""
-    value = _required(path, where, record, key)
+def _id(path: Path, where: str, record: dict, key: str, default: str | None) -> str | None:
+    """The record's own id (a non-blank string, or an integer: some files number their questions), or ``default``
+    when it has none (no such key, or null: a Parquet column's missing value)."""
+    if record.get(key) is None:
+        return default
+    value = record[key]
     if isinstance(value, int) and not isinstance(value, bool):
         return str(value)
     if not isinstance(value, str) or not value.strip():
@@ -248,22 +394,28 @@ def _id(path: Path, where: str, record: dict, key: str) -> str:
     return value
 
 
-def _question_text(path: Path, where: str, record: dict) -> str:
-    """The question, a non-blank string, kept exactly as written."""
-    value = _required(path, where, record, "question")
+def _text(path: Path, where: str, key: str, value: Any) -> str:
+    """A value that must be a non-blank string, kept exactly as written."""
     if not isinstance(value, str) or not value.strip():
-        raise _record_error(path, where, "question", f"must be a non-blank string, got {_show(value)}")
+        raise _record_error(path, where, key, f"must be a non-blank string, got {_show(value)}")
     return value
 
 
-def _answer_list(path: Path, where: str, key: str, value: Any) -> list[str]:
-    """Gold answers given as a list: non-empty, each a non-blank string.
+def _question_text(path: Path, where: str, record: dict) -> str:
+    """The question, a non-blank string, kept exactly as written."""
+    return _text(path, where, "question", _required(path, where, record, "question"))
+
+
+def _answers(path: Path, where: str, key: str, value: Any) -> list[str]:
+    """Gold answers: one non-blank string (as a one-element list) or a non-empty list of them.
 
     Numbers and booleans are errors, not converted: scoring compares text, and a silent ``str(1.0)`` would make
     a gold that no answer could match.
     """
+    if isinstance(value, str):
+        return [_text(path, where, key, value)]
     if not isinstance(value, list):
-        raise _record_error(path, where, key, f"must be a list of answer strings, got {_show(value)}")
+        raise _record_error(path, where, key, f"must be an answer string or a list of them, got {_show(value)}")
     if not value:
         raise _record_error(path, where, key, "is an empty list; a question needs at least one gold answer")
     for i, answer in enumerate(value):
@@ -272,27 +424,19 @@ def _answer_list(path: Path, where: str, key: str, value: Any) -> list[str]:
     return list(value)
 
 
-def _answer_string(path: Path, where: str, key: str, value: Any) -> list[str]:
-    """A single gold answer given as a string, as a one-element list."""
-    if not isinstance(value, str) or not value.strip():
-        raise _record_error(path, where, key, f"must be a non-blank string, got {_show(value)}")
-    return [value]
-
-
 def _extras(record: dict, known: set[str] | frozenset[str]) -> dict:
     """The record's keys other than the known ones: what goes to ``metadata``."""
     return {key: value for key, value in record.items() if key not in known}
 
 
 # ---------------------------------------------------------------- whole benchmark
-def _reject_duplicate_ids(path: Path, container: str, positions: list[int], questions: list[Question]) -> None:
+def _reject_duplicate_ids(path: Path, wheres: list[str], questions: list[Question]) -> None:
     """Two questions with one id would merge in any per-question result table, so duplicates are errors."""
-    first_seen: dict[str, int] = {}
-    for position, question in zip(positions, questions):
+    first_seen: dict[str, str] = {}
+    for where, question in zip(wheres, questions):
         if question.id in first_seen:
-            earlier = _where(container, first_seen[question.id])
-            raise BenchmarkError(f"{path}: duplicate id {question.id!r} at {earlier} and {_where(container, position)}")
-        first_seen[question.id] = position
+            raise BenchmarkError(f"{path}: duplicate id {question.id!r} at {first_seen[question.id]} and {where}")
+        first_seen[question.id] = where
 
 
 def _sample(questions: list[Question], sample: int | None, seed: int) -> list[Question]:
@@ -305,8 +449,10 @@ def _sample(questions: list[Question], sample: int | None, seed: int) -> list[Qu
 
 # ---------------------------------------------------------------- messages
 def _where(container: str, position: int) -> str:
-    """``"line 3"`` in a JSONL file (1-based) or ``"record 3"`` in a JSON list (0-based index)."""
-    return f"line {position}" if container == "jsonl" else f"record {position}"
+    """``"line 3"`` in a JSONL file (1-based), ``"record 3"`` in a JSON list or ``"row 3"`` in Parquet (0-based)."""
+    if container == "jsonl":
+        return f"line {position}"
+    return f"row {position}" if container == "parquet" else f"record {position}"
 
 
 def _record_error(path: Path, where: str, key: str, problem: str) -> BenchmarkError:

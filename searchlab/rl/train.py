@@ -11,22 +11,19 @@ state), trains ``rl.steps`` steps and writes the policy with its tokenizer,
 
 from __future__ import annotations
 
-import logging
-import time
 from pathlib import Path
 
 from searchlab.jsonl import iter_jsonl, read_jsonl, write_jsonl
 from searchlab.params import ModelParams, RLParams, RolloutParams
 from searchlab.rl.curriculum import Curriculum
 from searchlab.train.common import (
+    ProgressLog,
     peft_config,
     resume_point,
     train_and_save,
     trainer_settings,
 )
 from searchlab.train.launch import launch
-
-log = logging.getLogger("searchlab.rl")
 
 
 def training_questions(questions_jsonl: Path, buckets: list[str]) -> list[dict]:
@@ -93,40 +90,6 @@ def check_device(rl: RLParams) -> None:
 RL_PROGRESS = {"reward": "reward", "EM": "episode/outcome", "searches": "episode/searches"}
 
 
-class ProgressLog:
-    """A TrainerCallback that logs ``rl: step k/N`` with reward, EM and ETA about twenty times per run (at most
-    once per ``rl.logging_steps``); ``what`` and ``shown`` (label: metric) change the line's name and figures."""
-
-    def __init__(self, total: int, what: str = "rl: step", shown: dict[str, str] | None = None) -> None:
-        from transformers import TrainerCallback
-
-        self.what, self.shown = what, shown or RL_PROGRESS
-        self.total, self.every = total, max(1, total // 20)
-        self.started, self.first = time.perf_counter(), None
-        self.latest: dict = {}
-        parent = self
-
-        class Callback(TrainerCallback):
-            def on_log(self, args, state, control, logs=None, **kwargs):  # after the step's metrics are in
-                parent.latest.update(logs or {})
-                if "reward" in (logs or {}):
-                    parent.step(state.global_step)
-
-        self.callback = Callback()
-
-    def step(self, done: int) -> None:
-        if self.first is None:
-            self.first = done - 1
-        if done % self.every and done != self.total:
-            return
-        elapsed = time.perf_counter() - self.started
-        rate = elapsed / max(done - self.first, 1)
-        eta = rate * (self.total - done)
-        figures = "  ".join(f"{label} {self.latest.get(key, float('nan')):.3f}" for label, key in self.shown.items())
-        log.info("%s %d/%d  %s  (%.1f s/step, ETA %d:%02d)", self.what, done, self.total, figures, rate, eta // 60,
-                 eta % 60)
-
-
 def build_trainer(rl: RLParams, rollout: RolloutParams, model, tokenizer, retriever, questions_jsonl: Path,
                   corpus_jsonl: Path, work_dir: Path, callbacks: list | None = None):
     """``(trainer, checkpoint to resume from or None)``: the GRPO trainer of :func:`train_rl`, its curriculum
@@ -159,7 +122,7 @@ def make_search_trainer(rl: RLParams, model, tokenizer, episodes, checkpoint_dir
 
     from searchlab.rl.grpo import make_trainer
 
-    settings = trainer_settings(checkpoint_dir, rl.seed, rl.save_steps, rl.logging_steps, rl.gradient_checkpointing)
+    settings = trainer_settings(checkpoint_dir, rl.seed, rl.save_steps, rl.logging_steps, rl.activation_checkpointing)
     args = GRPOConfig(
         **{**settings, "save_total_limit": save_total_limit},
         max_steps=rl.steps, per_device_train_batch_size=rl.questions_per_step * rl.num_generations // rl.grad_accum,
@@ -189,7 +152,7 @@ def train_rl(rl: RLParams, rollout: RolloutParams, model, tokenizer, retriever, 
     passages of ``corpus_jsonl`` are the noise curriculum's distractors. Only
     the main process writes ``out_dir`` and returns figures; others return None.
     """
-    progress = ProgressLog(rl.steps)
+    progress = ProgressLog("rl: step", RL_PROGRESS, rl.steps)
     trainer, resume = build_trainer(rl, rollout, model, tokenizer, retriever, questions_jsonl, corpus_jsonl,
                                     work_dir, [progress.callback, *(callbacks or [])])
     episodes = trainer.episodes

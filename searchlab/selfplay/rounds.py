@@ -11,7 +11,8 @@ checkpoints). Each round (the trainer's ``rollout_func`` for step ``k``):
    (their mean EM is its success rate ``s``) and for the earlier rounds'
    kept questions replayed to fill ``solver_questions`` training groups;
 4. **update**: the proposer groups (reward ``1 - s`` or ``4s(1 - s)`` for a
-   verified proposal, ``invalid_reward`` for one that failed) and the solver
+   verified proposal, ``invalid_reward`` for one that failed, or
+   ``unverified_reward`` for one that failed after the text checks) and the solver
    groups (the rl stage's reward of the parsed answer against the seed answer)
    form the step's batch; groups nothing fills (no question to solve yet) are
    copies of proposer episodes with no reward, which TRL gives no advantage.
@@ -38,7 +39,7 @@ from searchlab.rl.grpo import StepBatch, generation_model, policy_params, traini
 from searchlab.rl.rewards import reward
 from searchlab.scoring import normalize_answer
 from searchlab.selfplay.seeds import draw_seeds
-from searchlab.selfplay.verify import KBCheck, Proposal, novelty, verify
+from searchlab.selfplay.verify import LATE_CHECKS, KBCheck, Proposal, novelty, verify
 
 
 class HitLog:
@@ -54,8 +55,12 @@ class HitLog:
 
 
 def proposer_reward(proposal: Proposal, params: SelfPlayParams) -> float:
-    """SSP's proposer reward: ``1 - s`` (or ``4s(1 - s)``) for a verified question, ``invalid_reward`` otherwise."""
+    """SSP's proposer reward: ``1 - s`` (or ``4s(1 - s)``) for a verified question, ``invalid_reward`` otherwise;
+    ``unverified_reward`` (when set) for a proposal that failed only a check after the text checks, so that a
+    group with no verified question still tells a well-formed question from one that names its answer."""
     if not proposal.verified:
+        if params.unverified_reward is not None and proposal.reason in LATE_CHECKS:
+            return params.unverified_reward
         return params.invalid_reward
     s = proposal.solver_success or 0.0
     return 1.0 - s if params.proposer_reward == "1-s" else 4.0 * s * (1.0 - s)
@@ -119,7 +124,7 @@ class SelfPlayRounds:
             proposals = [Proposal(step, a, e.proposed, [(q, log.hits[q]) for q in e.searches[:len(e.retrieved)]],
                                   e.completion) for a, e in zip(answers, proposer_episodes)]
             verify(proposals, model, self.tokenizer, self.retriever, policy_params(trainer, self.rollout_params),
-                   self.kept, p.max_question_words, self.kb_check)
+                   self.kept, p.max_question_words, self.kb_check, p.kb_filter, p.grounded)
             verified = [x for x in proposals if x.verified]
             rng = random.Random(f"{p.seed}/selfplay/solver/{step}/{rank}")
             fresh = [(x.question, x.answer) for x in rng.sample(verified, len(verified))]

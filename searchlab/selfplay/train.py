@@ -17,11 +17,11 @@ from pathlib import Path
 
 from searchlab.jsonl import read_jsonl, write_jsonl
 from searchlab.params import ModelParams, QAParams, RolloutParams, SelfPlayParams
-from searchlab.rl.train import ProgressLog, make_search_trainer
+from searchlab.rl.train import make_search_trainer
 from searchlab.scoring import normalize_answer
 from searchlab.selfplay.rounds import SelfPlayRounds, round_file, round_summary
 from searchlab.selfplay.seeds import seed_answers
-from searchlab.train.common import resume_point, train_and_save
+from searchlab.train.common import ProgressLog, resume_point, train_and_save
 from searchlab.train.launch import launch
 
 log = logging.getLogger("searchlab.selfplay")
@@ -33,6 +33,9 @@ def run_selfplay(model: ModelParams, rollout: RolloutParams, selfplay: SelfPlayP
                  corpus_dir: Path, qa_dir: Path, index_dir: Path, retriever: dict, out_dir: Path, work_dir: Path,
                  accelerate_config: str | None = None) -> dict:
     """:func:`train_selfplay` of the policy at ``start`` in ``selfplay.num_processes`` processes; its figures."""
+    if selfplay.kb_filter and not (Path(corpus_dir) / "kb.jsonl").is_file():
+        raise ValueError(f"selfplay.kb_filter is on, but the corpus has no knowledge base ({corpus_dir}/kb.jsonl); "
+                         f"turn it off for a corpus without one")
     job = {"model": model.model_dump(mode="json"), "rollout": rollout.model_dump(mode="json"),
            "selfplay": selfplay.model_dump(mode="json"), "qa": qa.model_dump(mode="json"), "retriever": retriever,
            "start": str(start), "corpus": str(corpus_dir), "qa_dir": str(qa_dir), "index": str(index_dir),
@@ -61,7 +64,7 @@ def train_selfplay(selfplay: SelfPlayParams, qa: QAParams, rollout: RolloutParam
     seeds = seed_answers(corpus_dir, qa, selfplay.seeds)
     rounds = SelfPlayRounds(tokenizer, retriever, seeds, rollout, selfplay, rounds_dir, known,
                             KBCheck(kb) if kb is not None else None)
-    progress = ProgressLog(selfplay.rounds, "selfplay: round", PROGRESS)
+    progress = ProgressLog("selfplay: round", PROGRESS, selfplay.rounds)
     trainer = make_search_trainer(rl, model, tokenizer, rounds, checkpoint_dir, [progress.callback, *(callbacks or [])],
                                   save_total_limit=selfplay.keep_checkpoints)
     resume = resume_point(checkpoint_dir)

@@ -5,20 +5,27 @@ when, in this order (the first failure is its ``reason``):
 
 1. it ended with a non-empty ``<question>`` of at most ``max_question_words``
    words (``no_question``, ``too_long``), after at least one search
-   (``no_search``: nothing to verify against), and the question does not contain
-   the answer (``names_answer``);
+   (``no_search``: nothing to verify against), the question does not contain
+   the answer (``names_answer``), and, with ``grounded``, it uses a name (a
+   run of capitalised words) and every name it uses occurs in the passages
+   the proposer read (``ungrounded``: a small model blends two names into one
+   nobody has, or asks "How many people?" of nobody, and a weak solver still
+   answers with the seed it saw in those passages);
 2. the solver role answers it correctly in one turn given only the passages the
    proposer's searches returned, replayed as its own searches (``rag_failed``:
    SSP's RAG check; no knowledge-base label is used);
 3. the solver does *not* answer it correctly without them (``closed_book``:
    a question the model answers from memory teaches no searching);
-4. it is not, normalised, a question already kept (``duplicate``), in an
+4. with ``kb_filter`` only, the knowledge base confirms it (``kb_wrong``);
+5. it is not, normalised, a question already kept (``duplicate``), in an
    earlier round or earlier in this one.
 
 Where the corpus has a knowledge base, :class:`KBCheck` also says whether the
 verified question is right and unique by the KB: reported beside the
-verified share (how often the RAG check lets a wrong question through), never
-used to filter, so that self-play stays label-free.
+verified share (how often the RAG check lets a wrong question through). By
+default it never filters, so that self-play stays label-free; ``kb_filter``
+(``selfplay.kb_filter``) makes it a check, for a solver too weak for the RAG
+check to mean much (it answers with the seed whenever the passages name it).
 """
 
 from __future__ import annotations
@@ -36,6 +43,10 @@ from searchlab.synth.kb import KB
 from searchlab.synth.lexicon import phrasing, words
 
 
+# the reasons a proposal that passed the text checks (:func:`screen`) can still fail
+LATE_CHECKS = ("rag_failed", "closed_book", "kb_wrong", "duplicate")
+
+
 @dataclass
 class Proposal:
     """One proposer episode and what became of it; :meth:`record` is its line in ``questions.jsonl``."""
@@ -49,7 +60,7 @@ class Proposal:
     reason: str | None = None
     rag_answer: str | None = None
     closed_book_answer: str | None = None
-    kb_correct: bool | None = None  # right and unique by the KB (None: no KB, or not verified)
+    kb_correct: bool | None = None  # right and unique by the KB (None: no KB, or failed an earlier check)
     solver_success: float | None = None  # mean EM of the solver's group (verified proposals)
     solver_answers: list[str | None] = field(default_factory=list)
 
@@ -60,7 +71,7 @@ class Proposal:
         return data
 
 
-def screen(proposal: Proposal, max_question_words: int) -> str | None:
+def screen(proposal: Proposal, max_question_words: int, grounded: bool = True) -> str | None:
     """The reason a proposal fails the text checks (step 1 of the module doc), or None."""
     question = (proposal.question or "").strip()
     if not question:
@@ -71,11 +82,33 @@ def screen(proposal: Proposal, max_question_words: int) -> str | None:
         return "no_search"
     if cover_exact_match(question, [proposal.answer]):
         return "names_answer"
+    if grounded:
+        read = "\n".join(hit.contents for _, hits in proposal.searches for hit in hits)
+        names = names_in(question)
+        if not names or any(name not in read and name.removeprefix("The ") not in read for name in names):
+            return "ungrounded"
     return None
 
 
+# words that open a question with a capital letter without being part of a name
+_OPENERS = {"in", "which", "what", "who", "whom", "whose", "where", "when", "how", "is", "was", "are", "were", "did",
+            "does", "do", "on", "at", "from", "for", "by", "to", "name", "after", "before", "during"}
+_NAME = re.compile(r"[A-Z][\w'.-]*(?:\s+(?:(?:of|the|and|&|de|von|van)\s+)*[A-Z][\w'.-]*)*")
+
+
+def names_in(question: str) -> list[str]:
+    """The names a question uses: runs of capitalised words (with "of", "the", "&" ... inside), the opening
+    question word left out. "Where did Maette Bromrul die?" -> ["Maette Bromrul"]."""
+    text = question.strip()
+    first = re.match(r"(\w+)\s*", text)
+    if first and first.group(1).lower() in _OPENERS:
+        text = text[first.end():]
+    return [m.group(0).rstrip(".") for m in _NAME.finditer(text)]
+
+
 def verify(proposals: Sequence[Proposal], model, tokenizer, retriever, params: RolloutParams,
-           kept: set[str], max_question_words: int = 40, kb_check: "KBCheck | None" = None) -> None:
+           kept: set[str], max_question_words: int = 40, kb_check: "KBCheck | None" = None,
+           kb_filter: bool = False, grounded: bool = True) -> None:
     """Verify ``proposals`` in place (``verified``, ``reason``, the solver's answers, ``kb_correct``).
 
     ``kept`` holds the normalised questions kept so far; the newly verified
@@ -84,7 +117,7 @@ def verify(proposals: Sequence[Proposal], model, tokenizer, retriever, params: R
     from searchlab.agent.rollout import rollout
 
     for p in proposals:
-        p.reason = screen(p, max_question_words)
+        p.reason = screen(p, max_question_words, grounded)
     candidates = [p for p in proposals if p.reason is None]
     if candidates:
         one_turn = params.model_copy(update={"max_turns": 1, "temperature": 0.0, "extractive_answers": False})
@@ -99,6 +132,10 @@ def verify(proposals: Sequence[Proposal], model, tokenizer, retriever, params: R
             elif exact_match(closed.answer, [p.answer]):
                 p.reason = "closed_book"
     for p in proposals:
+        if p.reason is None and kb_check is not None:
+            p.kb_correct = kb_check.right_and_unique(p.question, p.answer)
+            if kb_filter and not p.kb_correct:
+                p.reason = "kb_wrong"
         if p.reason is None:
             key = normalize_answer(p.question)
             if key in kept:
@@ -106,8 +143,6 @@ def verify(proposals: Sequence[Proposal], model, tokenizer, retriever, params: R
                 continue
             kept.add(key)
             p.verified = True
-            if kb_check is not None:
-                p.kb_correct = kb_check.right_and_unique(p.question, p.answer)
 
 
 class KBCheck:

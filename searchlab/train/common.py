@@ -10,16 +10,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("searchlab.train")
 
 
 def trainer_settings(checkpoint_dir: Path, seed: int, save_steps: int, logging_steps: int,
-                     gradient_checkpointing: bool | None = None) -> dict[str, Any]:
+                     activation_checkpointing: bool | None = None) -> dict[str, Any]:
     """Keyword arguments for ``SFTConfig`` that SFT and pretraining share.
 
     Checkpoints keep optimizer, scheduler and RNG states (what makes a resume
     exact), the two newest are kept; bf16 mixed precision on GPUs that have it.
-    Gradient checkpointing (TRL's default; ``gradient_checkpointing`` None)
+    Activation (gradient) checkpointing (TRL's default; ``activation_checkpointing`` None)
     saves GPU memory on a real model; on a CPU it is off unless asked for, as
     it only recomputes the forward pass there.
     """
@@ -30,9 +30,61 @@ def trainer_settings(checkpoint_dir: Path, seed: int, save_steps: int, logging_s
         output_dir=str(checkpoint_dir), seed=seed, data_seed=seed, report_to=[], lr_scheduler_type="cosine",
         save_steps=save_steps, save_total_limit=2, save_only_model=False, logging_steps=logging_steps,
         bf16=cuda and torch.cuda.is_bf16_supported(), use_cpu=not cuda, dataloader_num_workers=0,
-        gradient_checkpointing=cuda if gradient_checkpointing is None else gradient_checkpointing,
+        activation_checkpointing=cuda if activation_checkpointing is None else activation_checkpointing,
         include_num_input_tokens_seen="non_padding",
     )
+
+
+class ProgressLog:
+    """The console's view of a training run: one line ``<what> k/N  <figures>  (s/step, ETA)`` about ``lines``
+    times per run, in place of the Trainer's progress bar and printed log dicts (:func:`quiet_console`).
+
+    ``shown`` maps a label to a logged metric; a log record holding the first one is a step's (RL's ``reward``,
+    SFT's ``loss``). ``total`` defaults to the Trainer's ``max_steps``. ``callback`` is the TrainerCallback.
+    """
+
+    def __init__(self, what: str, shown: dict[str, str], total: int | None = None, lines: int = 20) -> None:
+        from transformers import TrainerCallback
+
+        self.what, self.shown, self.total, self.lines = what, shown, total, lines
+        self.started, self.first, self.due = time.perf_counter(), None, 0
+        self.latest: dict = {}
+        parent, trigger = self, next(iter(shown.values()))
+
+        class Callback(TrainerCallback):
+            def on_train_begin(self, args, state, control, **kwargs):
+                parent.total = parent.total or state.max_steps
+
+            def on_log(self, args, state, control, logs=None, **kwargs):  # after the step's metrics are in
+                parent.latest.update(logs or {})
+                if trigger in (logs or {}):
+                    parent.step(state.global_step)
+
+        self.callback = Callback()
+
+    def step(self, done: int) -> None:
+        """Log the line for ``done`` steps if one is due (and always at the last step)."""
+        if self.first is None:  # a resumed run's rate counts from where it resumed
+            self.first = done - 1
+            self.due = done
+        if done < self.due and done != self.total:
+            return
+        self.due = done + max(1, (self.total or 0) // self.lines)
+        elapsed = time.perf_counter() - self.started
+        rate = elapsed / max(done - self.first, 1)
+        eta = rate * max((self.total or done) - done, 0)
+        figures = "  ".join(f"{label} {self.latest.get(key, float('nan')):.3f}" for label, key in self.shown.items())
+        log.info("%s %d/%d  %s  (%.1f s/step, ETA %d:%02d)", self.what, done, self.total or done, figures, rate,
+                 eta // 60, eta % 60)
+
+
+def quiet_console(trainer) -> None:
+    """Take the Trainer's own console output away (a tqdm bar, and a printed dict per log record, hundreds in a
+    demo): a :class:`ProgressLog` line says the same in one line per phase, and ``train_log.jsonl`` keeps it all."""
+    from transformers.trainer_callback import PrinterCallback, ProgressCallback
+
+    trainer.remove_callback(ProgressCallback)
+    trainer.remove_callback(PrinterCallback)
 
 
 def peft_config(lora) -> Any:
@@ -127,6 +179,7 @@ def train_and_save(trainer, tokenizer, resume: str | None, out_dir: Path) -> tup
     from searchlab.jsonl import write_jsonl
 
     tokens_before, started = tokens_seen(resume), time.perf_counter()
+    quiet_console(trainer)
     result = trainer.train(resume_from_checkpoint=resume)
     seconds = time.perf_counter() - started
     save_trained(trainer, out_dir)

@@ -36,6 +36,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from searchlab.progress import quiet_libraries
+
 ERROR_LINES = 20  # of the worker's traceback in a LaunchError: its innermost frames and the exception
 
 
@@ -76,6 +78,7 @@ def launch(module: str, job: dict[str, Any], job_dir: Path, num_processes: int |
                     # accelerate's own default is one thread per process, which halves CPU training on two cores
                     "--num_cpu_threads_per_process", str(max(1, _cpu_threads() // processes))]
     command += ["-m", module, str(job_file)]
+    quiet_libraries()  # before the workers import datasets and transformers: they inherit the switches
     # stdin: the pipe workers watch (see the module docstring); we never write to it
     process = subprocess.Popen(command, stdin=subprocess.PIPE)
     done = threading.Event()

@@ -34,7 +34,9 @@ from searchlab.corpus.importers import split_contents
 from searchlab.jsonl import iter_jsonl
 from searchlab.params import TinyPretrainParams
 from searchlab.train.common import (
+    ProgressLog,
     make_trainer,
+    quiet_console,
     resume_point,
     run_figures,
     tokens_seen,
@@ -138,7 +140,9 @@ def pretrain_lm(params: TinyPretrainParams, seed: int, model, tokenizer, corpus_
         learning_rate=params.learning_rate, warmup_steps=0.05, max_length=params.max_length,
         train_sampling_strategy="group_by_length",  # passages and drills differ in length
     )
-    trainer = make_trainer(seed, model=model, args=args, train_dataset=examples, processing_class=tokenizer)
+    trainer = make_trainer(seed, model=model, args=args, train_dataset=examples, processing_class=tokenizer,
+                           callbacks=[ProgressLog("base: pretraining step", {"loss": "loss"}).callback])
+    quiet_console(trainer)
     tokens_before, started = tokens_seen(resume), time.perf_counter()
     result = trainer.train(resume_from_checkpoint=resume)
     seconds = time.perf_counter() - started

@@ -22,6 +22,7 @@ from searchlab.corpus.importers import split_contents
 from searchlab.jsonl import iter_jsonl, read_jsonl
 from searchlab.params import Bucket, ModelParams, SFTParams
 from searchlab.train.common import (
+    ProgressLog,
     make_trainer,
     peft_config,
     resume_point,
@@ -32,6 +33,7 @@ from searchlab.train.launch import launch
 from searchlab.train.renaming import rename_demos
 
 IGNORE = -100  # the label PyTorch's cross-entropy skips
+SFT_PROGRESS = {"loss": "loss", "eval loss": "eval_loss"}  # the console's line: label -> logged metric
 
 
 def encode_demo(tokenizer, prompt: str, completion: str, max_length: int) -> dict[str, list[int]]:
@@ -131,7 +133,7 @@ def train_sft(params: SFTParams, model, tokenizer, demos_jsonl: Path, out_dir: P
     resume = resume_point(checkpoint_dir)
     args = SFTConfig(
         **trainer_settings(checkpoint_dir, params.seed, params.save_steps, params.logging_steps,
-                           params.gradient_checkpointing),
+                           params.activation_checkpointing),
         num_train_epochs=params.epochs, max_steps=params.max_steps,
         per_device_train_batch_size=params.batch_size, per_device_eval_batch_size=params.batch_size,
         gradient_accumulation_steps=params.grad_accum, learning_rate=params.learning_rate,
@@ -142,7 +144,8 @@ def train_sft(params: SFTParams, model, tokenizer, demos_jsonl: Path, out_dir: P
         train_sampling_strategy="group_by_length",
     )
     trainer = make_trainer(params.seed, model=model, args=args, train_dataset=train, eval_dataset=dev,
-                           processing_class=tokenizer, callbacks=callbacks, peft_config=peft_config(params.lora))
+                           processing_class=tokenizer, peft_config=peft_config(params.lora),
+                           callbacks=[ProgressLog("sft: step", SFT_PROGRESS).callback, *(callbacks or [])])
     trainable = sum(t.numel() for t in trainer.model.parameters() if t.requires_grad)
     trained = train_and_save(trainer, tokenizer, resume, out_dir)
     if trained is None:  # not the main process

@@ -1,4 +1,5 @@
-"""Benchmark loading: the four file shapes, auto-detection, strict record checks with positioned errors, sampling.
+"""Benchmark loading: the five file shapes, auto-detection, one id scheme, strict record checks with positioned
+errors, a given format the file does not look like, sampling.
 
 Every test writes a real file to ``tmp_path``; expected values are written out by hand.
 """
@@ -8,6 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from searchlab.eval.benchmarks import (
@@ -34,6 +36,12 @@ def _records_jsonl(path: Path, records: list) -> Path:
 
 def _json(path: Path, data) -> Path:
     path.write_text(json.dumps(data, indent=2), encoding="utf-8")
+    return path
+
+
+def _parquet(path: Path, records: list) -> Path:
+    """Write records as a real Parquet file, the way Search-R1 does (a table from the rows)."""
+    pd.DataFrame(records).to_parquet(path)
     return path
 
 
@@ -65,6 +73,29 @@ HOTPOTQA = [
      "answer": "Chief of Protocol", "type": "bridge", "level": "medium",
      "supporting_facts": [], "context": []},
 ]
+# R1-Searcher's eval sets: one answer string per question.
+R1_SEARCHER = [
+    {"question": "Who directed Jaws?", "answer": "Steven Spielberg"},
+    {"question": "Which element has symbol Fe?", "answer": "Iron"},
+]
+# Search-R1's prompt template (scripts/data_process/*_search.py), which ends with the question.
+SEARCH_R1_PROMPT = ("Answer the given question. You must conduct reasoning inside <think> and </think> first every "
+                    "time you get new information. ... For example, <answer> Beijing </answer>. Question: {q}\n")
+
+
+def _search_r1_row(text: str, target, index: int, **extra) -> dict:
+    """A verl row as Search-R1's data scripts write it, without the FlashRAG columns they keep."""
+    return {"data_source": "nq", "prompt": [{"role": "user", "content": SEARCH_R1_PROMPT.format(q=text)}],
+            "ability": "fact-reasoning", "reward_model": {"style": "rule", "ground_truth": {"target": target}},
+            "extra_info": {"split": "test", "index": index}, **extra}
+
+
+SEARCH_R1 = [
+    _search_r1_row("who got the first nobel prize in physics?", ["Wilhelm Conrad Röntgen"], 0),
+    _search_r1_row("when is the next deadpool movie being released?", ["May 18, 2018"], 1),
+]
+SEARCH_R1_METADATA = [{"data_source": "nq", "ability": "fact-reasoning", "extra_info": {"split": "test", "index": i}}
+                      for i in range(2)]
 PLAIN_JSON = [
     {"question": "Largest planet?", "answer": "Jupiter"},
     {"question": "Two primes below 4?", "answers": ["2", "3"], "source": "quiz"},
@@ -90,13 +121,115 @@ def test_flashrag_extra_top_level_keys_join_metadata_and_a_clash_is_an_error(tmp
     _raises(["clash.jsonl", "line 2", "'type'"], load_benchmark, clash, "b")
 
 
-def test_nq_open_ids_are_name_and_line(tmp_path):
-    # A blank line 2 still counts: ids and errors use the file's own line numbers.
+def test_nq_open_ids_are_name_and_record_index(tmp_path):
+    # A blank line 2 is not a record: ids count records from 0, errors name the file's own lines.
     path = _jsonl(tmp_path / "nq.jsonl", [json.dumps(NQ_OPEN[0]), "", json.dumps(NQ_OPEN[1])])
     assert load_benchmark(path, "nq", format="nq-open") == [
-        Question("nq-1", "where is the eiffel tower", ["Paris"], {}),
-        Question("nq-3", "who sang yesterday", ["The Beatles", "Paul McCartney"], {}),
+        Question("nq-0", "where is the eiffel tower", ["Paris"], {}),
+        Question("nq-1", "who sang yesterday", ["The Beatles", "Paul McCartney"], {}),
     ]
+    broken = _jsonl(tmp_path / "broken.jsonl", [json.dumps(NQ_OPEN[0]), "", json.dumps({"question": "Q?"})])
+    _raises(["broken.jsonl", "line 3", "'answer'"], load_benchmark, broken, "nq")
+
+
+def test_nq_open_single_answer_string_as_in_r1_searcher(tmp_path):
+    path = _records_jsonl(tmp_path / "bamboogle.jsonl", R1_SEARCHER)
+    assert detect_format(path) == "nq-open"
+    assert load_benchmark(path, "bamboogle") == [
+        Question("bamboogle-0", "Who directed Jaws?", ["Steven Spielberg"], {}),
+        Question("bamboogle-1", "Which element has symbol Fe?", ["Iron"], {}),
+    ]
+
+
+def test_single_answer_strings_in_every_format(tmp_path):
+    flashrag = _records_jsonl(tmp_path / "f.jsonl", [{"id": "q1", "question": "Q?", "golden_answers": "A"}])
+    assert load_benchmark(flashrag, "f")[0].answers == ["A"]
+    hotpot = _json(tmp_path / "h.json", [{**HOTPOTQA[0], "answer": ["yes", "Yes"]}])
+    assert load_benchmark(hotpot, "h")[0].answers == ["yes", "Yes"]
+
+
+def test_search_r1_jsonl_question_from_the_prompt_answers_from_the_target(tmp_path):
+    rows = [SEARCH_R1[0], _search_r1_row("when is the next deadpool movie being released?", "May 18, 2018", 1)]
+    path = _records_jsonl(tmp_path / "nq_search_test.jsonl", rows)  # the second target is one string
+    assert detect_format(path) == "search-r1"
+    assert load_benchmark(path, "nq") == [
+        Question("nq-0", "who got the first nobel prize in physics?", ["Wilhelm Conrad Röntgen"],
+                 SEARCH_R1_METADATA[0]),
+        Question("nq-1", "when is the next deadpool movie being released?", ["May 18, 2018"], SEARCH_R1_METADATA[1]),
+    ]
+
+
+def test_search_r1_parquet_target_list_read_back(tmp_path):
+    path = _parquet(tmp_path / "test.parquet", SEARCH_R1)
+    # the file is what pandas users meet: the target list comes back as a numpy array
+    assert type(pd.read_parquet(path)["reward_model"][0]["ground_truth"]["target"]).__name__ == "ndarray"
+    assert detect_format(path) == "search-r1"
+    questions = load_benchmark(path, "nq", format="search-r1")
+    assert questions == [
+        Question("nq-0", "who got the first nobel prize in physics?", ["Wilhelm Conrad Röntgen"],
+                 SEARCH_R1_METADATA[0]),
+        Question("nq-1", "when is the next deadpool movie being released?", ["May 18, 2018"], SEARCH_R1_METADATA[1]),
+    ]
+    assert all(type(q.answers) is list and type(q.answers[0]) is str for q in questions)
+    json.dumps([q.metadata for q in questions])  # plain Python values, so predictions can be written as JSON
+
+
+def test_search_r1_as_released_keeps_flashrag_columns_and_repeats_ids_across_sources(tmp_path):
+    # Search-R1's test.parquet merges FlashRAG sets and keeps their id/question/golden_answers columns; FlashRAG
+    # ids repeat across sets, so the data source qualifies them. The question column wins over the prompt.
+    rows = [_search_r1_row("who wrote hamlet?", ["Shakespeare"], 0, id="test_0", question="Who wrote Hamlet?",
+                           golden_answers=["Shakespeare"]),
+            {**_search_r1_row("capital of peru?", ["Lima"], 0, id="test_0", question="Capital of Peru?",
+                              golden_answers=["Lima"]), "data_source": "triviaqa"}]
+    questions = load_benchmark(_parquet(tmp_path / "test.parquet", rows), "mixed")
+    assert [(q.id, q.question, q.answers, q.metadata["data_source"]) for q in questions] == [
+        ("nq-test_0", "Who wrote Hamlet?", ["Shakespeare"], "nq"),
+        ("triviaqa-test_0", "Capital of Peru?", ["Lima"], "triviaqa"),
+    ]
+    assert "golden_answers" not in questions[0].metadata and "prompt" not in questions[0].metadata
+
+
+def test_search_r1_question_from_extra_info(tmp_path):
+    row = _search_r1_row("ignored?", ["x"], 0)
+    row["extra_info"]["question"] = "From extra_info?"
+    assert load_benchmark(_records_jsonl(tmp_path / "r.jsonl", [row]), "r")[0].question == "From extra_info?"
+
+
+@pytest.mark.parametrize(
+    ("change", "key"),
+    [
+        ({"reward_model": {"ground_truth": {}}}, "'reward_model.ground_truth.target' is missing"),
+        ({"reward_model": {"style": "rule"}}, "'reward_model.ground_truth' is missing"),
+        ({"reward_model": {"ground_truth": {"target": []}}}, "'reward_model.ground_truth.target'"),
+        ({"reward_model": {"ground_truth": {"target": [1]}}}, "'reward_model.ground_truth.target'"),
+        ({"reward_model": {"ground_truth": ["x"]}}, "'reward_model.ground_truth'"),
+        ({"reward_model": "x"}, "'reward_model'"),
+        ({"prompt": [{"role": "user", "content": "no marker here"}]}, "'prompt'"),
+        ({"prompt": [{"role": "system", "content": "Question: q?"}]}, "'prompt'"),
+        ({"prompt": "Question: q?"}, "'prompt'"),
+        ({"data_source": ""}, "'data_source'"),
+    ],
+)
+def test_search_r1_bad_row_names_file_line_and_key(tmp_path, change, key):
+    path = _records_jsonl(tmp_path / "r.jsonl", [SEARCH_R1[0], {**SEARCH_R1[1], **change}])
+    _raises(["r.jsonl", "line 2", key], load_benchmark, path, "r", format="search-r1")
+
+
+@pytest.mark.parametrize("missing", ["reward_model", "prompt", "data_source"])
+def test_search_r1_row_missing_a_key_names_it(tmp_path, missing):
+    bad = {key: value for key, value in SEARCH_R1[1].items() if key != missing}
+    path = _records_jsonl(tmp_path / "r.jsonl", [SEARCH_R1[0], bad])
+    _raises(["r.jsonl", "line 2", f"'{missing}' is missing"], load_benchmark, path, "r")
+
+
+def test_search_r1_bad_parquet_row_is_named_by_its_row(tmp_path):
+    path = _parquet(tmp_path / "r.parquet", [SEARCH_R1[0], _search_r1_row("q?", [""], 1)])
+    _raises(["r.parquet", "row 1", "'reward_model.ground_truth.target'"], load_benchmark, path, "r")
+
+
+def test_a_file_that_is_not_parquet_is_named(tmp_path):
+    path = _records_jsonl(tmp_path / "fake.parquet", SEARCH_R1)
+    _raises(["fake.parquet", "not a readable Parquet file"], load_benchmark, path, "r")
 
 
 def test_hotpotqa_answer_becomes_a_list_and_context_is_dropped(tmp_path):
@@ -154,6 +287,9 @@ def test_the_project_world_suites_load_as_flashrag(tmp_path):
         ("a.jsonl", NQ_OPEN, "nq-open"),
         ("a.json", HOTPOTQA, "hotpotqa"),
         ("a.json", PLAIN_JSON, "json"),
+        ("a.jsonl", R1_SEARCHER, "nq-open"),
+        ("a.jsonl", SEARCH_R1, "search-r1"),
+        ("a.parquet", SEARCH_R1, "search-r1"),
         ("A.JSONL", FLASHRAG, "flashrag"),  # the extension's case does not matter
     ],
 )
@@ -161,6 +297,8 @@ def test_detect_format_from_extension_and_first_record(tmp_path, filename, conte
     path = tmp_path / filename
     if filename.lower().endswith(".jsonl"):
         _records_jsonl(path, content)
+    elif filename.endswith(".parquet"):
+        _parquet(path, content)
     else:
         _json(path, content)
     assert detect_format(path) == expected
@@ -186,6 +324,116 @@ def test_unknown_extension_cannot_be_detected(tmp_path):
     assert len(load_benchmark(path, "b", format="flashrag")) == 2  # an explicit format ignores the extension
 
 
+def test_parquet_rows_that_fit_no_format_are_named(tmp_path):
+    path = _parquet(tmp_path / "odd.parquet", [{"query": "q", "gold": "a"}])
+    _raises(["odd.parquet", "row 0", "'gold'", "'query'", "search-r1"], load_benchmark, path, "x")
+
+
+# --- ids -----------------------------------------------------------------------------------------
+
+
+def test_ids_are_numbered_the_same_way_in_every_format(tmp_path):
+    """Without ids of their own, the same two questions get ids NAME-0, NAME-1 from every format and container."""
+    questions = [("Largest planet?", "Jupiter"), ("Smallest planet?", "Mercury")]
+    rows = [_search_r1_row(q, [a], i) for i, (q, a) in enumerate(questions)]
+    files = {
+        "flashrag": _records_jsonl(tmp_path / "f.jsonl", [{"question": q, "golden_answers": [a]}
+                                                          for q, a in questions]),
+        "nq-open": _jsonl(tmp_path / "n.jsonl", ["", json.dumps({"question": questions[0][0], "answer": "Jupiter"}),
+                                                 "", json.dumps({"question": questions[1][0], "answer": ["Mercury"]})]),
+        "hotpotqa": _json(tmp_path / "h.json", [{"question": q, "answer": a, "supporting_facts": [], "context": []}
+                                                for q, a in questions]),
+        "json": _json(tmp_path / "j.json", [{"question": q, "answer": a} for q, a in questions]),
+        "search-r1": _records_jsonl(tmp_path / "s.jsonl", rows),
+        "search-r1 parquet": _parquet(tmp_path / "s.parquet", rows),
+    }
+    for format, path in files.items():
+        loaded = load_benchmark(path, "bench", format=format.split()[0])
+        assert [(q.id, q.question, q.answers) for q in loaded] == [
+            ("bench-0", "Largest planet?", ["Jupiter"]), ("bench-1", "Smallest planet?", ["Mercury"])], format
+    assert set(FORMATS) == {format.split()[0] for format in files}
+
+
+def test_an_own_id_wins_and_a_null_one_counts_as_none(tmp_path):
+    path = _records_jsonl(tmp_path / "b.jsonl", [{"id": 7, "question": "A?", "answer": "a"},
+                                                 {"id": None, "question": "B?", "answer": "b"}])
+    assert [q.id for q in load_benchmark(path, "b")] == ["7", "b-1"]
+
+
+def test_a_numbered_id_that_repeats_an_own_id_is_a_duplicate(tmp_path):
+    path = _records_jsonl(tmp_path / "b.jsonl", [{"id": "b-1", "question": "A?", "answer": "a"},
+                                                 {"question": "B?", "answer": "b"}])
+    _raises(["b.jsonl", "duplicate id 'b-1'", "line 1", "line 2"], load_benchmark, path, "b")
+
+
+# --- a given format the file does not look like -------------------------------------------------
+
+
+def test_a_search_r1_file_given_as_flashrag_says_what_it_looks_like(tmp_path):
+    path = _records_jsonl(tmp_path / "nq_search.jsonl", SEARCH_R1)
+    message = _raises([], load_benchmark, path, "nq", format="flashrag")
+    keys = sorted(SEARCH_R1[0])
+    assert message == (f"{path}: line 1: format 'flashrag' was given, but the file looks like 'search-r1' "
+                       f"(its first record has keys {keys}); set format: search-r1, or auto")
+
+
+@pytest.mark.parametrize(
+    ("filename", "content", "given", "looks", "where"),
+    [
+        ("a.jsonl", NQ_OPEN, "flashrag", "nq-open", "line 1"),
+        ("a.jsonl", FLASHRAG, "search-r1", "flashrag", "line 1"),
+        ("a.jsonl", R1_SEARCHER, "search-r1", "nq-open", "line 1"),
+        ("a.json", HOTPOTQA, "json", "hotpotqa", "record 0"),
+        ("a.json", PLAIN_JSON, "hotpotqa", "json", "record 0"),
+    ],
+)
+def test_a_given_format_the_first_record_does_not_look_like_is_named(tmp_path, filename, content, given, looks,
+                                                                      where):
+    path = tmp_path / filename
+    if filename.endswith(".jsonl"):
+        _records_jsonl(path, content)
+    else:
+        _json(path, content)
+    _raises([f"{path}: {where}: format {given!r} was given, but the file looks like {looks!r}",
+             f"set format: {looks}, or auto"], load_benchmark, path, "x", format=given)
+
+
+@pytest.mark.parametrize(
+    ("filename", "given", "problem", "looks", "where"),
+    [
+        ("a.parquet", "flashrag", "a Parquet file, not JSON Lines", "search-r1", "row 0"),
+        ("a.parquet", "json", "a Parquet file, not a JSON list", "search-r1", "row 0"),
+        ("a.json", "search-r1", "line 1: not valid JSON", "json", "record 0"),  # an indented JSON list as JSON lines
+        ("a.jsonl", "json", "line 2: not valid JSON", "nq-open", "line 1"),  # JSON lines read as one JSON list
+    ],
+)
+def test_a_given_format_that_cannot_read_the_file_says_what_it_looks_like(tmp_path, filename, given, problem, looks,
+                                                                          where):
+    path = tmp_path / filename
+    if filename.endswith(".parquet"):
+        _parquet(path, SEARCH_R1)
+    elif filename.endswith(".jsonl"):
+        _records_jsonl(path, NQ_OPEN)
+    else:
+        _json(path, PLAIN_JSON)
+    _raises([f"{path}: {problem}", f"; the file looks like {looks!r} (its first record, {where}, has keys [",
+             f"), not {given!r}: set format: {looks}, or auto"], load_benchmark, path, "x", format=given)
+
+
+def test_a_search_r1_parquet_given_as_flashrag_names_the_row_and_keys(tmp_path):
+    path = _parquet(tmp_path / "test.parquet", SEARCH_R1)
+    message = _raises([], load_benchmark, path, "nq", format="flashrag")
+    assert message == (f"{path}: a Parquet file, not JSON Lines; the file looks like 'search-r1' (its first record, "
+                       f"row 0, has keys {sorted(SEARCH_R1[0])}), not 'flashrag': set format: search-r1, or auto")
+
+
+def test_a_given_format_is_not_second_guessed_when_the_keys_fit_no_format(tmp_path):
+    path = _records_jsonl(tmp_path / "b.jsonl", [{"id": "q1", "query": "Q?", "golden": ["a"]}])
+    message = _raises(["b.jsonl", "line 1", "'golden_answers' is missing"], load_benchmark, path, "b",
+                      format="flashrag")
+    assert "looks like" not in message
+
+
 # --- errors --------------------------------------------------------------------------------------
 
 
@@ -197,11 +445,11 @@ def test_unknown_extension_cannot_be_detected(tmp_path):
         ({"id": "q3", "question": 7, "golden_answers": ["x"]}, "'question'"),
         ({"id": "q3", "question": "Q?"}, "'golden_answers'"),
         ({"id": "q3", "question": "Q?", "golden_answers": []}, "'golden_answers'"),
-        ({"id": "q3", "question": "Q?", "golden_answers": "x"}, "'golden_answers'"),
+        ({"id": "q3", "question": "Q?", "golden_answers": {"a": "x"}}, "'golden_answers'"),
         ({"id": "q3", "question": "Q?", "golden_answers": ["x", 1971]}, "'golden_answers'"),
         ({"id": "q3", "question": "Q?", "golden_answers": [True]}, "'golden_answers'"),
         ({"id": "q3", "question": "Q?", "golden_answers": [""]}, "'golden_answers'"),
-        ({"question": "Q?", "golden_answers": ["x"]}, "'id'"),
+        ({"id": " ", "question": "Q?", "golden_answers": ["x"]}, "'id'"),
         ({"id": "q3", "question": "Q?", "golden_answers": ["x"], "metadata": [1]}, "'metadata'"),
     ],
 )
@@ -216,6 +464,7 @@ def test_flashrag_bad_record_names_file_line_and_key(tmp_path, bad, key):
         ({"question": "Q?"}, "'answer'"),
         ({"question": "Q?", "answer": []}, "'answer'"),
         ({"question": "Q?", "answer": [3.5]}, "'answer'"),
+        ({"question": "Q?", "answer": " "}, "'answer'"),
         ({"answer": ["x"]}, "'question'"),
     ],
 )
@@ -230,8 +479,8 @@ def test_nq_open_bad_record_names_file_line_and_key(tmp_path, bad, key):
         ({"_id": "x", "question": "Q?", "answer": 1971, "context": []}, "'answer'"),
         ({"_id": "x", "question": "Q?", "answer": False, "context": []}, "'answer'"),
         ({"_id": "x", "question": "Q?", "context": []}, "'answer'"),
-        ({"_id": "x", "question": "Q?", "answer": ["a"], "context": []}, "'answer'"),
-        ({"question": "Q?", "answer": "a", "context": []}, "'_id'"),
+        ({"_id": "x", "question": "Q?", "answer": [], "context": []}, "'answer'"),
+        ({"_id": 1.5, "question": "Q?", "answer": "a", "context": []}, "'_id'"),
         ({"_id": "x", "question": "", "answer": "a", "context": []}, "'question'"),
     ],
 )

@@ -17,10 +17,11 @@ from transformers import Qwen2ForCausalLM, TrainerCallback
 from searchlab.agent.rollout import encode_completion
 from searchlab.jsonl import read_jsonl
 from searchlab.params import QAParams, RolloutParams, SelfPlayParams
+from searchlab.retrieval.base import Hit
 from searchlab.selfplay.rounds import SelfPlayRounds, proposer_reward
 from searchlab.selfplay.seeds import draw_seeds, seed_answers
 from searchlab.selfplay.train import train_selfplay
-from searchlab.selfplay.verify import Proposal, screen
+from searchlab.selfplay.verify import Proposal, names_in, screen
 from tests.searchlab.agent.conftest import counting_bm25
 from tests.searchlab.agent.test_rollout import (  # noqa: F401  (one_thread: the same autouse fixture)
     DOCS,
@@ -116,8 +117,14 @@ def test_seeds_are_titles_without_a_kb_and_never_held_out(world, tmp_path):
         {"id": "e2", "name": "Rasen Sanbin", "facts": [
             {"predicate": "motto", "value": "x", "kind": "attribute", "text": "a sentence far too long to be a seed"}]})
         + "\n")
-    assert seed_answers(kb, QA) == ["Ato Company", "Rasen Sanbin"]
-    assert seed_answers(kb, QA, "values") == ["1908", "Ato Company", "Rasen Sanbin"]
+    # only names another entity's fact points to: nothing points to Ato Company
+    assert seed_answers(kb, QA) == ["Rasen Sanbin"]
+    assert seed_answers(kb, QA, "values") == ["1908", "Rasen Sanbin"]
+    no_relations = tmp_path / "flat"
+    no_relations.mkdir()
+    (no_relations / "kb.jsonl").write_text(json.dumps({"id": "e1", "name": "Ato Company", "facts": [
+        {"predicate": "founded_year", "value": 1908, "kind": "attribute", "text": "1908"}]}) + "\n")
+    assert seed_answers(no_relations, QA) == ["Ato Company"]
 
 
 def test_text_checks_and_proposer_rewards():
@@ -129,12 +136,26 @@ def test_text_checks_and_proposer_rewards():
     assert screen(proposal("one two three four"), 3) == "too_long"
     assert screen(proposal("Which city?", ()), 10) == "no_search"
     assert screen(proposal("Is tokyo the capital?"), 10) == "names_answer"
-    assert screen(proposal("What is the capital of Japan?"), 10) is None
+    read = [("japan capital", [Hit("tokyo", '"Tokyo"\nTokyo is the capital of Japan.', 1.0)])]
+    assert screen(proposal("What is the capital of Japan?", read), 10) is None
+    # a name the passages never mention: a blend of two names, or an entity the proposer never read about
+    assert screen(proposal("What is the capital of Japan Republic?", read), 10) == "ungrounded"
+    assert screen(proposal("What is the capital of Norway?", read), 10) == "ungrounded"
+    assert screen(proposal("What is the capital of Norway?", read), 10, grounded=False) is None
+    assert screen(proposal("How many people live there?", read), 10) == "ungrounded"  # of nobody
+    assert names_in("Where did Maette Bromrul die?") == ["Maette Bromrul"]
+    assert names_in("In which river is The Golden Kingdom of Rotoult in Vifesvik?") == [
+        "The Golden Kingdom of Rotoult", "Vifesvik"]
+    assert names_in("Which company did Eisard & Co. merge with?") == ["Eisard & Co"]
     params = _params()
     hard = Proposal(0, "a", "q", [], "", verified=True, solver_success=0.25)
     assert proposer_reward(hard, params) == 0.75
     assert proposer_reward(hard, _params(proposer_reward="4s(1-s)")) == pytest.approx(0.75)
     assert proposer_reward(Proposal(0, "a", "q", [], "", reason="rag_failed"), params) == -1.0
+    shaped = _params(unverified_reward=-0.5)
+    assert proposer_reward(Proposal(0, "a", "q", [], "", reason="rag_failed"), shaped) == -0.5
+    assert proposer_reward(Proposal(0, "a", "q", [], "", reason="names_answer"), shaped) == -1.0
+    assert proposer_reward(hard, shaped) == 0.75
 
 
 class _Interrupt(TrainerCallback):
@@ -206,3 +227,32 @@ def test_a_round_s_batch_has_both_roles_and_fills_missing_solver_groups(world, t
     for episode, row in zip(rounds.last.episodes, loss_mask):
         n = len(episode.completion_ids)
         assert row[:n] == [1 - m for m in episode.env_mask]  # the passages the proposer read are not trained on
+
+
+def _capital_kb(capital: str):
+    """A real KB in which Japan's capital is ``capital``."""
+    from searchlab.synth.kb import KB, Entity, Fact
+
+    fact = Fact("japan", "capital", capital, False, "japan-0", capital)
+    japan = Entity("japan", "country", "", "Japan", ["japan-0"], {"capital": [fact]})
+    return KB({"japan": japan}, {"japan-0": f"The capital of Japan is {capital}."})
+
+
+def test_the_kb_filter_rejects_what_the_kb_does_not_confirm_and_only_when_asked(world, tokenizer):
+    from searchlab.selfplay.verify import KBCheck, verify
+
+    corpus, _, retriever = world
+    question = PROPOSALS["Tokyo"]
+
+    def verified(kb_capital: str, kb_filter: bool) -> Proposal:
+        p = Proposal(0, "Tokyo", question, [("Tokyo", retriever.search(["Tokyo"], 2)[0])], "")
+        verify([p], policy(tokenizer).eval(), tokenizer, retriever, ROLLOUT, set(), 40,
+               KBCheck(_capital_kb(kb_capital)), kb_filter)
+        return p
+
+    right = verified("Tokyo", kb_filter=True)
+    assert right.verified and right.kb_correct and right.reason is None
+    reported = verified("Kyoto", kb_filter=False)  # the RAG check passes it; the KB only reports
+    assert reported.verified and reported.kb_correct is False
+    filtered = verified("Kyoto", kb_filter=True)
+    assert not filtered.verified and filtered.reason == "kb_wrong" and filtered.rag_answer == "Tokyo"

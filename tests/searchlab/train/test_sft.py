@@ -24,6 +24,7 @@ from searchlab.agent.protocol import (
 )
 from searchlab.model import bootstrap_tiny, load_model
 from searchlab.params import ModelParams, SFTParams, TinyModelParams, TinyPretrainParams
+from searchlab.progress import quiet_libraries
 from searchlab.retrieval.base import Hit
 from searchlab.train.common import resume_point
 from searchlab.train.launch import LaunchError
@@ -207,7 +208,7 @@ def _passage_loss(model, tokenizer, texts: list[str]) -> float:
 
 
 @pytest.mark.slow
-def test_the_base_model_is_the_tiny_model_pretrained_on_the_corpus(demos, tmp_path):
+def test_the_base_model_is_the_tiny_model_pretrained_on_the_corpus(demos, tmp_path, capfd, caplog):
     passages = [f'"{p}"\n{p} was born in {c}. {p} lives in {c}.' for p, c in zip(
         [f"Person{i} Holm" for i in range(40)], CITIES * 7)]
     corpus = tmp_path / "corpus.jsonl"
@@ -218,6 +219,7 @@ def test_the_base_model_is_the_tiny_model_pretrained_on_the_corpus(demos, tmp_pa
                                                        "learning_rate": 3e-3}))
     work, out = tmp_path / "work", tmp_path / "base"
     out.mkdir()
+    quiet_libraries()  # as every stage run does first
     figures = build_base(model, corpus, demos[0], out, work)
     assert figures["pretrain_steps"] == 30 and figures["pretrain_examples"] == 80
     assert start_model(out) == str(out)
@@ -226,8 +228,17 @@ def test_the_base_model_is_the_tiny_model_pretrained_on_the_corpus(demos, tmp_pa
     after, _ = load_model(str(out))
     assert _passage_loss(after, tokenizer, passages[:8]) < _passage_loss(before, tokenizer, passages[:8]) - 1.0
     # SFT starts from it
-    sft = run_sft(model, _params(max_steps=4), start_model(out), demos[0], tmp_path / "sft", tmp_path / "sft-work")
+    with caplog.at_level(logging.INFO, logger="searchlab"):
+        sft = run_sft(model, _params(max_steps=4, logging_steps=1), start_model(out), demos[0], tmp_path / "sft",
+                      tmp_path / "sft-work")
     assert sft["steps"] == 4 and not any(name.startswith("pretrain") for name in sft)
+
+    # the console: one progress line per phase from the workers, not the Trainer's dicts and bars
+    printed = "".join(capfd.readouterr())
+    for noise in ("{'loss'", "'train_runtime'", "Writing model shards", "Truncating train dataset", "it/s]"):
+        assert noise not in printed, noise
+    lines = [r.getMessage() for r in caplog.records]
+    assert any(line.startswith("sft: step 4/4  loss ") for line in lines), lines
 
 
 def test_a_base_model_that_is_a_checkpoint_is_named_not_copied(tmp_path):
