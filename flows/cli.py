@@ -110,12 +110,51 @@ def run(
 
 def _print_results(folder: Path) -> None:
     """The evaluation's results table (metrics.json as in report.md), printed as Markdown."""
+    results = json.loads((folder / "metrics.json").read_text())
+    _print_results_table(results, f"\nevaluation ({folder}/report.md, metrics.json; "
+                                  "compare runs: searchlab compare RUN RUN):")
+
+
+def _print_results_table(results: dict, title: str) -> None:
+    """A title line, then the results table of ``results`` (metrics.json's shape) as Markdown."""
     from searchlab.eval.report import results_table
 
-    results = json.loads((folder / "metrics.json").read_text())
-    console.print(f"\nevaluation ({folder}/report.md, metrics.json; compare runs: searchlab compare RUN RUN):",
-                  highlight=False)
+    console.print(title, highlight=False, markup=False, soft_wrap=True)
     console.print(results_table(results), markup=False, highlight=False, soft_wrap=True)
+
+
+@app.command()
+def results(
+    runs: Annotated[Optional[list[str]], typer.Argument(
+        help="MLflow run ids: pipeline runs, or their evaluate stage runs "
+             "(default: the project's latest evaluation)")] = None,
+    params_file: ParamsOpt = DEFAULT_PARAMS,
+    overrides: SetOpt = None,
+) -> None:
+    """Print the evaluation's results table: the project's latest (data/evaluate/metrics.json), or MLflow runs'."""
+    root = find_root()
+    params = _load(root, params_file, overrides)
+    if not runs:
+        folder = root / params.runtime.data_dir / "evaluate"
+        if not (folder / "metrics.json").is_file():
+            raise _fail(f"no evaluation results: {folder / 'metrics.json'} does not exist; "
+                        "run `searchlab run evaluate` first (or give MLflow run ids)")
+        _print_results(folder)
+        return
+    from flows.results import run_results
+    from tasks.tracking import TrackingError
+
+    failed = False
+    for run_id in runs:
+        try:
+            found, source = run_results(params.tracking, root, run_id)
+        except TrackingError as err:
+            err_console.print(f"[red]error:[/red] {escape(str(err))}", highlight=False, soft_wrap=True)
+            failed = True
+            continue
+        _print_results_table(found, f"\nrun {run_id} ({source}):")
+    if failed:
+        raise typer.Exit(1)
 
 
 @app.command()
@@ -430,10 +469,7 @@ def serve(
     except ValueError as err:
         raise _fail(str(err), 2) from None
     # A temporary server would go with this process, and the deployment and its schedule with it.
-    api_url = configure_prefect(root, params.runtime.prefect_api_url, temporary=False)
-    if api_url is None:
-        raise _fail("serving needs a running Prefect server: start `searchlab ui` first "
-                    "(or set runtime.prefect_api_url / PREFECT_API_URL)")
+    api_url = _running_prefect(root, params, "serving")
     from flows.serving import SERVED, served_record
 
     # The runs this process executes inherit its environment; no run parameter can change what it says is served.
@@ -447,6 +483,130 @@ def serve(
                                "root": str(root)},
                    description="searchlab pipeline; set params_file, overrides, stages and force per run "
                                "(endpoint URLs and secret-bearing keys only as in the served params).")
+
+
+def _running_prefect(root: Path, params: Params, what: str) -> str:
+    """The API URL of the Prefect server this project uses; fail saying ``what`` needs one when none runs."""
+    api_url = configure_prefect(root, params.runtime.prefect_api_url, temporary=False)
+    if api_url is None:
+        raise _fail(f"{what} needs a running Prefect server: start `searchlab ui` first "
+                    "(or set runtime.prefect_api_url / PREFECT_API_URL)")
+    return api_url
+
+
+def _process_pool(pool: str) -> bool:
+    """Make sure work pool ``pool`` exists as a process pool (create it if missing); True if it was created."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.actions import WorkPoolCreate
+    from prefect.exceptions import ObjectAlreadyExists, ObjectNotFound
+    from prefect.workers.process import ProcessWorker
+
+    with get_client(sync_client=True) as client:
+        try:
+            found = client.read_work_pool(pool)
+        except ObjectNotFound:
+            try:
+                client.create_work_pool(WorkPoolCreate(
+                    name=pool, type=ProcessWorker.type,
+                    base_job_template=ProcessWorker.get_default_base_job_template()))
+                return True
+            except ObjectAlreadyExists:  # another deploy or worker created it meanwhile
+                found = client.read_work_pool(pool)
+    if found.type != ProcessWorker.type:
+        raise _fail(f"work pool {pool!r} is a {found.type!r} pool; searchlab runs in process pools: "
+                    "name another --pool (it is created)", 2)
+    return False
+
+
+PoolOpt = Annotated[str, typer.Option("--pool", help="the Prefect work pool (a process pool; created if missing)")]
+
+
+@app.command()
+def deploy(
+    pool: PoolOpt,
+    stages: Annotated[Optional[list[str]], typer.Argument(
+        help="stages each run brings up to date by default (default: all)")] = None,
+    name: Annotated[str, typer.Option(help="deployment name")] = "searchlab",
+    cron: Annotated[Optional[str], typer.Option(help="also run on this schedule, e.g. '0 3 * * *'")] = None,
+    params_file: ParamsOpt = DEFAULT_PARAMS,
+    overrides: SetOpt = None,
+) -> None:
+    """Register the pipeline as a deployment in a Prefect work pool; `searchlab worker --pool` runs its runs.
+
+    The given params, overrides and stages are the deployment's default parameters. Runs (from the UI, the
+    schedule, the API) execute on whichever `searchlab worker` of the pool picks them up, which checks them
+    against its own params: endpoint URLs and secret-bearing keys only as the worker's params hold them.
+    """
+    root = find_root()
+    params = _load(root, params_file, overrides)
+    from tasks.registry import plan
+
+    try:
+        plan(stages or [])
+    except ValueError as err:
+        raise _fail(str(err), 2) from None
+    api_url = _running_prefect(root, params, "deploying")
+    import flows
+    from flows.deployment import FILE_ENTRYPOINT, FLOW_NAME, deployed_pipeline
+
+    created = _process_pool(pool)
+    code = Path(flows.__file__).resolve().parents[1]  # the folder holding flows/: this project's code
+    source = deployed_pipeline.from_source(source=str(code), entrypoint=FILE_ENTRYPOINT)
+    # What `Flow.deploy` does for a flow from source without an image, less its count of the pool's workers (the
+    # request it sends for that is refused by this Prefect server: 422, limit and offset null).
+    source.to_deployment(
+        name=name, cron=cron,
+        parameters={"params_file": params_file, "overrides": overrides or [], "stages": stages or [], "force": []},
+        description=f"searchlab pipeline, run by `searchlab worker --pool {pool}`; set params_file, overrides, "
+                    "stages and force per run (endpoint URLs and secret-bearing keys only as in the worker's params).",
+    ).apply(work_pool_name=pool)
+    console.print(f"deployment {FLOW_NAME}/{name} in work pool {pool!r}" + (" (created)" if created else "")
+                  + f" on {api_url}" + (f", scheduled '{cron}'" if cron else "") + ".\n"
+                  f"Start runs from the Prefect UI or `prefect deployment run {FLOW_NAME}/{name}`; they wait for a "
+                  f"worker: `searchlab worker --pool {pool}`.", markup=False, highlight=False, soft_wrap=True)
+
+
+@app.command()
+def worker(
+    pool: PoolOpt,
+    name: Annotated[Optional[str], typer.Option(
+        help="worker name shown in the Prefect UI (default: generated)")] = None,
+    limit: Annotated[int, typer.Option(help="most flow runs executed at once")] = 1,
+    params_file: ParamsOpt = DEFAULT_PARAMS,
+    overrides: SetOpt = None,
+) -> None:
+    """Run the pool's pipeline runs on this machine, in this project (foreground; Ctrl-C stops it).
+
+    --params / --set say which endpoint URLs and secret-bearing keys (url, *_uri, *_env...) runs may use, as
+    `searchlab serve`'s do: a run that sets one that these params do not hold fails before any stage runs.
+    """
+    root = find_root()
+    params = _load(root, params_file, overrides)
+    if limit < 1:
+        raise _fail("--limit must be at least 1", 2)
+    api_url = _running_prefect(root, params, "a worker")
+    from flows.serving import SERVED, served_record
+
+    created = _process_pool(pool)
+    # The runs this worker executes get this record (flows.worker), whatever the run or the deployment asks for.
+    os.environ[SERVED] = served_record(root, params_file, params)
+    import anyio
+
+    from flows.worker import SearchlabWorker
+
+    console.print(f"worker for work pool {pool!r}" + (" (created)" if created else "") + f" on {api_url}: runs "
+                  f"execute in {root}, with the endpoints and secret-bearing keys of {params_file}"
+                  + (f" {' '.join('--set ' + o for o in overrides)}" if overrides else "")
+                  + ". Ctrl-C stops it.", markup=False, highlight=False, soft_wrap=True)
+    pool_worker = SearchlabWorker(pool, root=root, served=os.environ[SERVED], name=name, limit=limit,
+                                  create_pool_if_not_found=False)
+    try:
+        # Ctrl-C and SIGTERM stop it: it stops polling, and its running flow runs end with it (reported Crashed).
+        anyio.run(pool_worker.run_until_stopped,
+                  lambda *args, **_: console.print(*args, markup=False, highlight=False))
+    except KeyboardInterrupt:  # Ctrl-C before it was polling
+        pass
+    console.print("worker stopped", highlight=False)
 
 
 @app.command("dvc-yaml")

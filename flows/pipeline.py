@@ -8,12 +8,13 @@ from pathlib import Path
 from prefect import flow, get_run_logger
 from prefect.runtime import deployment, flow_run
 
+from flows.links import link_flow_run, mlflow_tags, mlflow_ui_url, run_name
 from flows.serving import check_deployment_run
 from searchlab.params import flatten, load_params
 from tasks.dvc import record_outputs, write_effective_params
 from tasks.registry import STAGES, check_force, plan
 from tasks.run import stage_task
-from tasks.stage import RunContext, StageResult, cached_stages, check_external
+from tasks.stage import RunContext, StageResult, cached_stages, check_external, pipeline_metrics
 from tasks.tracking import Tracker
 
 
@@ -46,12 +47,18 @@ def pipeline(params_file: str = "params/default.yaml", overrides: list[str] | No
     check_external(todo, params, root_path)  # a missing external file fails now, not after the stages before it
     tracker = Tracker(params.tracking, root_path)
     commit = git_commit(root_path)
+    effective = params.model_dump(mode="json")
+    title = run_name(params_file, overrides or [], effective)
     parent = tracker.start_pipeline(
-        run_name=flow_run.get_name() or "pipeline",
-        params=flatten(params.model_dump(mode="json")),
+        run_name=title,
+        params=flatten(effective),
         tags={"searchlab.params_file": params_file, "searchlab.overrides": " ".join(overrides or []),
-              "searchlab.git_commit": commit, "prefect.flow_run_id": flow_run.get_id() or ""},
+              "searchlab.stages": " ".join(stage.name for stage in todo), "searchlab.git_commit": commit,
+              "prefect.flow_run_id": flow_run.get_id() or "", "prefect.flow_run_name": flow_run.get_name() or "",
+              **mlflow_tags(commit, flow_run.get_id(), flow_run.get_name())},
     )
+    link_flow_run(flow_run.get_id(), tracker.run_url(parent, mlflow_ui_url(root_path, tracker.uri)), title,
+                  params_file, [stage.name for stage in todo])
     ctx = RunContext(root=root_path, params=params, force=frozenset(force or []), tracker=tracker,
                      parent_run_id=parent, flow_run_id=flow_run.get_id(), git_commit=commit,
                      on_wait=logger.info)
@@ -64,9 +71,10 @@ def pipeline(params_file: str = "params/default.yaml", overrides: list[str] | No
         except BaseException:
             tracker.finish_pipeline(parent, status="FAILED")
             raise
-        computed = [name for name, r in results.items() if not r.cached]
+        computed = [stage for stage, r in results.items() if not r.cached]
         tracker.finish_pipeline(parent, metrics={"stages_computed": len(computed),
-                                                 "stages_cached": len(results) - len(computed)})
+                                                 "stages_cached": len(results) - len(computed),
+                                                 **pipeline_metrics(todo, results, ctx.data_dir)})
         write_effective_params(root_path, params)
         if record_dvc:
             problem = record_outputs(root_path, ctx.data_dir, list(STAGES), set(results),

@@ -20,6 +20,7 @@ from tasks.processes import is_alive
 
 UI_STATE = Path(".searchlab") / "ui.json"
 LOGS = Path(".searchlab") / "logs"
+TEMPORARY_SERVER = "SEARCHLAB_PREFECT_TEMPORARY"  # set (to "1") while this process reports to its temporary server
 
 
 def find_root(start: Path | None = None) -> Path:
@@ -101,6 +102,7 @@ def start_temporary_server(root: Path) -> str:
         atexit.register(server.stop)
         url = f"http://127.0.0.1:{port}/api"
         if wait_for_health(url + "/health", server, timeout_s):
+            os.environ[TEMPORARY_SERVER] = "1"
             return url
         if server.poll() is None:  # still starting after the timeout
             break

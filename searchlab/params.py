@@ -192,6 +192,8 @@ class QAParams(Section):
         description="share of each question type among attempts")
     min_cue_matches: int = Field(2, ge=2, description="an oblique cue alone must match at least this many entities")
     max_cues: int = Field(4, ge=2, description="most cues an oblique question combines")
+    yes_no: bool = Field(False, description="let boolean facts answer questions ('Is Aruba landlocked?' -> no); "
+                                           "off: a guesser gets half of them right, so booleans are only cues")
     heldout_share: float = Field(0.15, ge=0, lt=1, description="share of answers reserved for benchmarks")
     dev_share: float = Field(0.05, ge=0, lt=1, description="share of training questions kept as dev")
     rank_depth: int = Field(100, ge=1, description="BM25 depth at which the answer passage's rank is looked up")
@@ -550,7 +552,9 @@ class SelfPlayParams(Section):
 # cannot import the evaluation library, which pulls in torch.
 BenchmarkFormat = Literal["auto", "flashrag", "nq-open", "hotpotqa", "json", "search-r1"]
 EvalSystem = Literal["direct", "rag", "agent"]
-WORLD_SUITES: tuple[str, ...] = tuple(f"world-{t}" for t in QUESTION_TYPES)
+WORLD_SUITES: tuple[str, ...] = tuple(f"world-{t}" for t in QUESTION_TYPES)  # of the synthetic world
+RECORDS_SUITES: tuple[str, ...] = tuple(f"records-{t}" for t in QUESTION_TYPES)  # of a corpus of your own records
+BUILT_IN_SUITES = WORLD_SUITES + RECORDS_SUITES
 REGISTRY_PREFIX = "models:/"
 # Names become file names (predictions/<benchmark>/<model>-<system>.jsonl) and MLflow metric names.
 _NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
@@ -624,15 +628,15 @@ class EvalParams(Section):
     @model_validator(mode="after")
     def _check(self) -> "EvalParams":
         if self.suites != "all":
-            unknown = [s for s in self.suites if s not in WORLD_SUITES]
+            unknown = [s for s in self.suites if s not in BUILT_IN_SUITES]
             if unknown:
                 raise ValueError(f"eval.suites: unknown suite(s) {', '.join(unknown)}; "
-                                 f"expected 'all' or some of {', '.join(WORLD_SUITES)}")
+                                 f"expected 'all' or some of {', '.join(BUILT_IN_SUITES)}")
         for name in self.benchmarks:
             if not re.match(_NAME, name):
                 raise ValueError(f"eval.benchmarks.{name}: a benchmark name may hold only letters, digits, '_', "
                                  "'.' and '-', starting with a letter or digit")
-            if name in WORLD_SUITES:
+            if name in BUILT_IN_SUITES:
                 raise ValueError(f"eval.benchmarks.{name}: the name of a built-in suite; choose another")
         if not self.systems:
             raise ValueError("eval.systems: name at least one of direct, rag, agent")

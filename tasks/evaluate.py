@@ -19,9 +19,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from searchlab.eval.benchmarks import BenchmarkError, Question, load_benchmark
-from searchlab.eval.flat import flat_metrics
+from searchlab.eval.flat import flat_metrics, headline_metrics
 from searchlab.model import load_agent
-from searchlab.params import WORLD_SUITES, EvalParams, Params
+from searchlab.params import BUILT_IN_SUITES, EvalParams, Params
 from searchlab.retrieval import open_retriever
 from searchlab.train.base import start_model
 from tasks.stage import Stage, StageContext
@@ -86,11 +86,13 @@ def external_inputs(params: Params, root: Path) -> dict[str, Path]:
 def load_benchmarks(params: EvalParams, suites_dir: Path, root: Path) -> dict[str, list[Question]]:
     """``{name: questions}``: the chosen built-in suites (a seeded sample of ``eval.sample`` each), then the
     external files; a suite the benchmarks stage left empty is skipped when ``suites`` is ``all``."""
-    chosen = WORLD_SUITES if params.suites == "all" else params.suites
+    # all: the suites the benchmarks stage wrote (world-* or records-*, by the corpus)
+    chosen = ([s for s in BUILT_IN_SUITES if (suites_dir / f"{s}.jsonl").is_file()] if params.suites == "all"
+              else params.suites)
     benchmarks = {}
     for suite in chosen:
         path = suites_dir / f"{suite}.jsonl"
-        if params.suites == "all" and (not path.is_file() or path.stat().st_size == 0):
+        if params.suites == "all" and path.stat().st_size == 0:
             log.info("evaluate: skipping %s: the benchmarks stage wrote no questions of that type", suite)
             continue
         benchmarks[suite] = load_benchmark(path, suite, "flashrag", params.sample, params.seed)
@@ -148,4 +150,5 @@ STAGE = Stage(
     external=external_inputs,
     metrics="metrics.json",
     metric_names=flat_metrics,
+    headline=headline_metrics,
 )

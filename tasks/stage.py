@@ -84,6 +84,8 @@ class Stage:
     # are logged as MLflow metrics (named by ``metric_names``, else by their JSON path joined with "/")
     metrics: str | None = None
     metric_names: Callable[[Any], dict[str, float]] | None = None
+    # which of those the pipeline's own MLflow run carries, to compare runs at a glance (default: none)
+    headline: Callable[[Any], dict[str, float]] | None = None
 
 
 @dataclass
@@ -335,7 +337,8 @@ def _finish_tracking(stage: Stage, ctx: RunContext, run_id: str, out: Path, mani
 
 
 def _cached(stage: Stage, ctx: RunContext, manifest: dict[str, Any]) -> StageResult:
-    run_id = _start_tracking(stage, ctx, manifest["fingerprint"], cached=True, producer=manifest.get("mlflow_run_id"))
+    run_id = _start_tracking(stage, ctx, manifest["fingerprint"], cached=True, producer=manifest.get("mlflow_run_id"),
+                             origin={k: manifest.get(k) for k in ("finished_at", "git_commit")})
     if run_id:
         # the results too: this pipeline run's stage run then shows the results its run used, cached or not
         ctx.tracker.finish_stage(run_id, metrics={**_metrics(manifest),
@@ -344,7 +347,10 @@ def _cached(stage: Stage, ctx: RunContext, manifest: dict[str, Any]) -> StageRes
 
 
 def _metrics(manifest: dict[str, Any]) -> dict[str, float]:
-    metrics = {f"count.{k}": float(v) for k, v in manifest["counts"].items() if isinstance(v, (int, float))}
+    """A stage run's own figures: its manifest's counts as ``counts/<name>`` (``protocol.searched`` →
+    ``counts/protocol/searched``), its ``seconds`` and ``output_bytes``."""
+    metrics = {"counts/" + k.replace(".", "/"): float(v) for k, v in manifest["counts"].items()
+               if isinstance(v, (int, float)) and not isinstance(v, bool)}
     metrics["seconds"] = float(manifest["seconds"])
     metrics["output_bytes"] = float(sum(f["size"] for f in manifest["files"].values()))
     return metrics
@@ -361,6 +367,26 @@ def _result_metrics(stage: Stage, out: Path) -> dict[str, float]:
     return stage.metric_names(data) if stage.metric_names else _numbers(data)
 
 
+def pipeline_metrics(stages: list[Stage], results: dict[str, StageResult], data_dir: Path) -> dict[str, float]:
+    """The figures of a whole pipeline run, for its own MLflow run (so that two runs compare side by side): the
+    headline counts of each stage that ran (those without a breakdown dot) as ``stages/<stage>/<count>``, its
+    seconds, and the headline of its results (evaluate: EM with its 95% interval per benchmark, model and system,
+    whose ``eval/`` names MLflow's compare view then lists first)."""
+    metrics: dict[str, float] = {}
+    for stage in stages:
+        result = results.get(stage.name)
+        if result is None:
+            continue
+        counts = result.manifest["counts"]
+        metrics.update({f"stages/{stage.name}/{k}": float(v) for k, v in counts.items()
+                        if "." not in k and isinstance(v, (int, float)) and not isinstance(v, bool)})
+        metrics[f"stages/{stage.name}/seconds"] = float(result.manifest["seconds"])
+        results_file = data_dir / stage.name / (stage.metrics or "")
+        if stage.headline and stage.metrics and results_file.is_file():
+            metrics.update(stage.headline(json.loads(results_file.read_text())))
+    return metrics
+
+
 def _numbers(data: Any, prefix: str = "") -> dict[str, float]:
     """Every number in a JSON value under its path joined with "/": ``{"a": {"b": 1}}`` → ``{"a/b": 1.0}``."""
     if isinstance(data, bool):  # a bool is an int to Python, not a metric
@@ -372,7 +398,8 @@ def _numbers(data: Any, prefix: str = "") -> dict[str, float]:
             for name, value in _numbers(item, f"{prefix}/{key}" if prefix else str(key)).items()}
 
 
-def _start_tracking(stage: Stage, ctx: RunContext, fp: str, cached: bool, producer: str | None = None) -> str | None:
+def _start_tracking(stage: Stage, ctx: RunContext, fp: str, cached: bool, producer: str | None = None,
+                    origin: dict[str, Any] | None = None) -> str | None:
     if ctx.tracker is None:
         return None
     params = {f"{section}.{k}": v for section in stage.reads for k, v in flatten(ctx.params.section(section)).items()}
@@ -385,7 +412,7 @@ def _start_tracking(stage: Stage, ctx: RunContext, fp: str, cached: bool, produc
     }  # the tracker adds the owning process (searchlab.pid, .host, .pid_started)
     if producer:
         tags["searchlab.produced_by_run"] = producer
-    return ctx.tracker.start_stage(ctx.parent_run_id, stage.name, params, tags, produced_by=producer)
+    return ctx.tracker.start_stage(ctx.parent_run_id, stage.name, params, tags, produced_by=producer, origin=origin)
 
 
 # ------------------------------------------------------------------ status

@@ -181,8 +181,14 @@ class Tracker:
         return self._call("start_run", run_name, params, {**tags, **_owner_tags()}, None, None)
 
     def start_stage(self, parent_run_id: str | None, stage: str, params: dict[str, Any], tags: dict[str, str],
-                    produced_by: str | None = None) -> str:
-        return self._call("start_run", stage, params, {**tags, **_owner_tags()}, parent_run_id, produced_by)
+                    produced_by: str | None = None, origin: dict[str, Any] | None = None) -> str:
+        """A stage's run, nested in the pipeline's; a cached stage's names the run that ``produced_by`` its output
+        (``origin``: when and from which commit, for a store that does not hold that run)."""
+        return self._call("start_run", stage, params, {**tags, **_owner_tags()}, parent_run_id, produced_by, origin)
+
+    def run_url(self, run_id: str, ui_url: str) -> str:
+        """The address of run ``run_id`` in the MLflow UI at ``ui_url``."""
+        return f"{ui_url.rstrip('/')}/#/experiments/{self.experiment_id}/runs/{run_id}"
 
     def finish_stage(self, run_id: str, metrics: dict[str, float] | None = None, status: str = "FINISHED",
                      artifacts: list[str] = (), curves: list[dict] = ()) -> None:
@@ -284,18 +290,34 @@ class _MlflowWriter:
             if not token:
                 return recovered
 
-    def start_run(self, name: str, params: dict, tags: dict, parent: str | None, produced_by: str | None) -> str:
+    def start_run(self, name: str, params: dict, tags: dict, parent: str | None, produced_by: str | None,
+                  origin: dict | None = None) -> str:
         tags = dict(tags)
         if parent:
             tags["mlflow.parentRunId"] = parent
         if produced_by:
-            tags["mlflow.note.content"] = (
-                f"Cached: this stage did no work. Its output was produced by run "
-                f"[{produced_by}](#/experiments/{self.experiment}/runs/{produced_by})."
-            )
+            tags["mlflow.note.content"] = self._producer_note(produced_by, origin or {})
         run_id = self.client.create_run(self.experiment, run_name=name, tags=tags).info.run_id
         self._log(run_id, params=params)
         return run_id
+
+    def _producer_note(self, run_id: str, origin: dict) -> str:
+        """The description of a cached stage's run: a link to the run that produced its output, or, when this
+        store does not hold that run (the data came with a ``dvc pull`` or a copy), where the output came from."""
+        from mlflow.exceptions import MlflowException
+
+        try:
+            produced = self.client.get_run(run_id).info.experiment_id
+        except MlflowException:
+            produced = None
+        if produced is not None:
+            return (f"Cached: this stage did no work. Its output was produced by run "
+                    f"[{run_id}](#/experiments/{produced}/runs/{run_id}).")
+        made = ", ".join(f"{label} {origin[key]}" for key, label in (("finished_at", "finished"),
+                                                                     ("git_commit", "at commit")) if origin.get(key))
+        return (f"Cached: this stage did no work. Its output was produced by run {run_id}, which this MLflow store "
+                f"does not hold: the data came from another clone or machine (a `dvc pull`, or a copy)"
+                + (f"; {made}" if made else "") + ". The run is in that clone's store.")
 
     def finish_run(self, run_id: str, metrics: dict, status: str, artifacts: list[str] = (),
                    curves: list[dict] = ()) -> None:
@@ -349,8 +371,9 @@ class _MlflowWriter:
 
 
 def _curve_name(key: str) -> str:
-    """Trainer log keys as MLflow curve names: ``loss`` → ``train/loss``, ``eval_loss`` → ``eval/loss``."""
-    return "eval/" + key[len("eval_"):] if key.startswith("eval_") else "train/" + key
+    """Trainer log keys as MLflow curve names: ``loss`` → ``train/loss``, and the Trainer's evaluation on the
+    dev split ``eval_loss`` → ``dev/loss`` (``eval/`` names the benchmark evaluation's results)."""
+    return "dev/" + key[len("eval_"):] if key.startswith("eval_") else "train/" + key
 
 
 def _serve(uri: str, experiment: str, root: str) -> None:

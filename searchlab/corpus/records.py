@@ -27,8 +27,10 @@ Each object is one record; with ``corpus.records`` set to
 
 Each record is rendered into passages of a few plain sentences, one a fact
 ("Metropolis's year is 1927.", "UFA is based in Potsdam." for a field ending in a
-preposition), at most :data:`FACTS_PER_PASSAGE` facts a passage, the first
-passage opening with "Metropolis is a film.". ``kb.jsonl`` has the same form as
+preposition, "Aruba is not landlocked." for a boolean, "Ada Lovelace died in 1852."
+or "UFA was founded in 1917." for a year in a field named by a verb), at most
+:data:`FACTS_PER_PASSAGE` facts a passage, the first passage opening with
+"Metropolis is a film." (see :func:`boolean_text` and :func:`verb_form`). ``kb.jsonl`` has the same form as
 the synthetic world's (:mod:`searchlab.corpus.world`): each fact names the passage
 that states it, and its ``text`` is the exact string that passage contains.
 
@@ -133,7 +135,7 @@ def render_record(eid: str, name: str, etype: str, attributes: list[tuple[str, A
     target name)``. One sentence a fact, at most :data:`FACTS_PER_PASSAGE` facts
     a passage (spread evenly); the first passage opens with "{name} is a {type}.".
     """
-    stated = [(f, v, "attribute", _text(v)) for f, v in attributes]
+    stated = [(f, v, "attribute", boolean_text(f, v) if isinstance(v, bool) else _text(v)) for f, v in attributes]
     stated += [(f, target, "relation", target_name) for f, target, target_name in relations]
     n = max(1, -(-len(stated) // FACTS_PER_PASSAGE))  # passages, with the facts spread evenly (7: 4 + 3)
     passages, facts = [], []
@@ -141,16 +143,23 @@ def render_record(eid: str, name: str, etype: str, attributes: list[tuple[str, A
         pid = f"{eid}-{k}"
         sentences = [f"{name} is {_a(_words(etype))}."] if k == 0 else []
         for predicate, value, kind, text in stated[k * len(stated) // n:(k + 1) * len(stated) // n]:
-            sentences.append(_sentence(name, predicate, text))
+            sentences.append(_sentence(name, predicate, text, value))
             facts.append({"predicate": predicate, "value": value, "kind": kind, "passage": pid, "text": text})
         passages.append((pid, f'"{name}"\n' + " ".join(sentences)))
     return passages, facts
 
 
-def _sentence(name: str, predicate: str, text: str) -> str:
-    """"Metropolis's year is 1927." or, for a field ending in a preposition, "UFA is based in Potsdam."."""
+def _sentence(name: str, predicate: str, text: str, value: Any = None) -> str:
+    """"Metropolis's year is 1927."; for a field ending in a preposition "UFA is based in Potsdam."; for a boolean
+    "Aruba is not landlocked." (``text`` is then :func:`boolean_text`); for a year in a field named by a verb
+    "Ada Lovelace died in 1852." or "UFA was founded in 1917." (:func:`verb_form`)."""
     words = _words(predicate)
-    if words.rsplit(" ", 1)[-1] in _PREPOSITIONS:
+    verb = verb_form(predicate) if is_year(value) else None
+    if isinstance(value, bool):
+        said = f"{name} {text}"
+    elif verb is not None:
+        said = f"{name} {verb[0] if verb[1] else 'was ' + verb[0]} in {text}"
+    elif words.rsplit(" ", 1)[-1] in _PREPOSITIONS:
         said = f"{name} is {words} {text}"
     else:
         said = f"{name}'s {words} is {text}"
@@ -163,14 +172,112 @@ def _words(name: str) -> str:
     return " ".join(re.sub(r"[_\-.]+", " ", spaced).split()).lower()
 
 
+field_words = _words
+
+
+# ------------------------------------------------------------------ booleans and verbs
+# A boolean field's first word, when it is a verb, decides how the fact is said:
+# (affirmative, negative, yes/no question); {w}: the other words, {s}: the subject.
+_BOOLEAN_FORMS = {
+    "is": ("is {w}", "is not {w}", "Is {s} {w}?"),
+    "are": ("is {w}", "is not {w}", "Is {s} {w}?"),
+    "was": ("was {w}", "was not {w}", "Was {s} {w}?"),
+    "were": ("was {w}", "was not {w}", "Was {s} {w}?"),
+    "has": ("has {w}", "has no {w}", "Does {s} have {w}?"),
+    "have": ("has {w}", "has no {w}", "Does {s} have {w}?"),
+    "had": ("had {w}", "had no {w}", "Did {s} have {w}?"),
+    "can": ("can {w}", "cannot {w}", "Can {s} {w}?"),
+    "does": ("does {w}", "does not {w}", "Does {s} {w}?"),
+    "did": ("did {w}", "did not {w}", "Did {s} {w}?"),
+}
+# Any other field: "is" for an adjective or participle ("landlocked") or several words ("open_on_sundays"),
+# "has" for a one-word noun ("colour": "has no colour", "subtitles": "has subtitles").
+_ADJECTIVE_ENDINGS = ("ed", "al", "ic", "ous", "ive", "able", "ible", "ful", "less", "ant", "ent", "ary", "ory",
+                      "ish", "ile", "ian", "ese")
+_ADJECTIVES = frozenset(
+    "free open dead alive extinct safe new old live online offline official real fake main primary secret silent "
+    "complete current valid blind deaf royal urban rural native wild local foreign sovereign true false big small "
+    "large busy empty full hot cold famous notable senior junior major minor clean dry wet adult male female vegan "
+    "premium member student citizen single twin mobile remote hidden broken frozen stolen written spoken chosen "
+    "fallen known shown proven missing existing ongoing living working running pending remaining upcoming "
+    "operating visible invisible done active inactive".split())
+
+
+def _boolean_form(predicate: str) -> tuple[tuple[str, str, str], str, str]:
+    """``(forms, verb, other words)`` of a boolean field."""
+    words = _words(predicate)
+    first, _, rest = words.partition(" ")
+    if first in _BOOLEAN_FORMS and rest:
+        return _BOOLEAN_FORMS[first], first, rest
+    if rest or words in _ADJECTIVES or words.endswith(_ADJECTIVE_ENDINGS):
+        return _BOOLEAN_FORMS["is"], "", words
+    return _BOOLEAN_FORMS["has"], "has", words
+
+
+def boolean_text(predicate: str, value: bool) -> str:
+    """How a passage states a boolean fact after the subject's name, in words (never "yes"/"no").
+
+    >>> boolean_text("landlocked", False), boolean_text("is_married", True), boolean_text("has_coast", False)
+    ('is not landlocked', 'is married', 'has no coast')
+    >>> boolean_text("canFly", False), boolean_text("has_a_navy", False), boolean_text("colour", True)
+    ('cannot fly', 'has no navy', 'has colour')
+    """
+    forms, verb, rest = _boolean_form(predicate)
+    if not value and verb in ("has", "have", "had"):
+        rest = re.sub(r"^(a|an|any) ", "", rest)  # "has a navy" → "has no navy"
+    return (forms[0] if value else forms[1]).format(w=rest)
+
+
+def boolean_question(predicate: str) -> str:
+    """The yes/no question for a boolean field, ``{s}`` the subject: ``"Is {s} landlocked?"``, ``"Does {s} have
+    coast?"`` (``has_coast``), ``"Can {s} fly?"`` (``can_fly``)."""
+    forms, _, rest = _boolean_form(predicate)
+    return forms[2].replace("{w}", rest)
+
+
+# Past forms that read "{subject} died in 1852" (active; with their base form for "When did ... die?"); any
+# other verb reads "{subject} was founded in 1917" (passive).
+_ACTIVE = {"died": "die", "retired": "retire", "opened": "open", "closed": "close", "premiered": "premiere",
+           "debuted": "debut", "began": "begin", "ended": "end", "started": "start", "arrived": "arrive",
+           "emigrated": "emigrate", "dissolved": "dissolve", "merged": "merge", "collapsed": "collapse",
+           "erupted": "erupt", "disbanded": "disband", "graduated": "graduate", "married": "marry",
+           "flourished": "flourish", "reigned": "reign"}
+_PARTICIPLES = {"born", "built", "made", "written", "drawn", "sold", "held", "shot", "begun", "sung", "known"}
+_NOT_VERBS = {"hundred", "kindred", "seed", "speed", "breed", "need", "feed", "bed", "red", "shed", "sled"}
+_ADVERBS = {"first", "last", "originally", "officially", "formally", "initially", "finally", "formerly"}
+
+
+def verb_form(predicate: str) -> tuple[str, str | None] | None:
+    """``(words, base form or None)`` of a field named by a past verb, for a year it holds: ``"died"`` →
+    ``("died", "die")`` (active: "Ada died in 1852"), ``"founded"`` → ``("founded", None)`` (passive: "UFA was
+    founded in 1917"), ``"first_published"`` → ``("first published", None)``; None for a noun (``"year"``,
+    ``"birth_year"``).
+
+    >>> verb_form("died"), verb_form("founded"), verb_form("born"), verb_form("year"), verb_form("year_founded")
+    (('died', 'die'), ('founded', None), ('born', None), None, None)
+    """
+    words = _words(predicate)
+    *before, last = words.split(" ") if words else [""]
+    if any(w not in _ADVERBS for w in before) or last in _NOT_VERBS:
+        return None
+    if last in _ACTIVE and not before:
+        return words, _ACTIVE[last]
+    if last in _PARTICIPLES or (last.endswith("ed") and len(last) > 4 and not last.endswith("eed")):
+        return words, None
+    return None
+
+
+def is_year(value: Any) -> bool:
+    """An integer that reads as a year (1 to 2999): a field named by a verb holding one is said with "in"."""
+    return isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 2999
+
+
 def _a(phrase: str) -> str:
     return ("an " if phrase[:1] in tuple("aeiou") else "a ") + phrase
 
 
 def _text(value: Any) -> str:
-    """How a passage states a value: ``1927``, ``2.5``, ``yes``/``no``, a string as is."""
-    if isinstance(value, bool):
-        return "yes" if value else "no"
+    """How a passage states a value: ``1927``, ``2.5``, a string as is (a boolean: :func:`boolean_text`)."""
     return str(value)
 
 

@@ -53,6 +53,13 @@ def flat_metrics(results: dict[str, Any]) -> dict[str, float]:
     return flat
 
 
+def headline_metrics(results: dict[str, Any]) -> dict[str, float]:
+    """The results at a glance (what a pipeline run's own MLflow run carries): EM with its 95% interval,
+    ``eval/<benchmark>/<model>-<system>/em`` (``_low``, ``_high``), for every benchmark, model and system."""
+    return {name: value for name, value in flat_metrics(results).items()
+            if name.endswith(("/em", "/em" + LOW, "/em" + HIGH)) and "_vs_" not in name}
+
+
 def is_eval_metric(name: str) -> bool:
     """Whether an MLflow metric name is one of :func:`flat_metrics`'s."""
     return name.startswith(("eval/", "throughput/"))

@@ -26,6 +26,7 @@ kept questions of earlier rounds are read back from their files.
 
 from __future__ import annotations
 
+import logging
 import random
 import time
 from collections import Counter
@@ -70,6 +71,17 @@ def round_file(rounds_dir: Path, index: int) -> Path:
     return rounds_dir / f"round-{index:04d}.jsonl"
 
 
+class _FillerWarning(logging.Filter):
+    """TRL warns, printing a whole episode, for every step with a row no reward function scored: self-play's
+    fillers are such rows on purpose (module doc), so here the warning is a flood that says nothing."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "All reward functions returned None" not in record.getMessage()
+
+
+FILLER_WARNING = _FillerWarning()
+
+
 class SelfPlayRounds:
     """The self-play environment of one training run (see the module doc); ``curriculum`` is None for the trainer."""
 
@@ -87,6 +99,7 @@ class SelfPlayRounds:
         self.history: list[dict] = []  # earlier rounds' kept questions: the solver's replay
         self.last: StepBatch | None = None
         self.rollout_seconds = 0.0
+        logging.getLogger("trl.trainer.grpo_trainer").addFilter(FILLER_WARNING)  # added once, however many runs
 
     def _remember(self, records: list[dict]) -> None:
         """Keep the verified ones of a round's ``records``: for the duplicate check and the solver's replay."""

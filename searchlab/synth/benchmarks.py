@@ -1,4 +1,10 @@
-"""The held-out world suites: one FlashRAG JSONL per question type, sampled from the held-out questions."""
+"""The held-out suites: one FlashRAG JSONL per question type, sampled from the held-out questions.
+
+A suite is named by the corpus its questions come from and the question type:
+``world-bridge`` for the synthetic world, ``records-bridge`` for a user's own
+records (``corpus.source: records``), so a suite's name never claims the demo
+world for questions about someone's own data.
+"""
 
 from __future__ import annotations
 
@@ -9,15 +15,34 @@ from searchlab.jsonl import read_jsonl, write_jsonl
 from searchlab.params import QUESTION_TYPES, BenchmarksParams
 from searchlab.scoring import normalize_answer
 
-
-def suite_name(question_type: str) -> str:
-    """``"bridge"`` → ``"world-bridge"``: the benchmark name of a question type."""
-    return f"world-{question_type}"
+#: The suites' name prefix for each corpus source that has a knowledge base (the others have no questions).
+SUITE_PREFIXES = {"synthetic": "world", "records": "records"}
 
 
-def write_suites(params: BenchmarksParams, qa_dir: Path, out_dir: Path) -> dict[str, int]:
-    """Write ``out_dir/world-<type>.jsonl`` (``{id, question, golden_answers, metadata}``) from
-    ``qa_dir/heldout.jsonl``; return question counts per suite and the answer overlap with training (must be 0)."""
+def suite_prefix(corpus_source: str) -> str:
+    """``"synthetic"`` → ``"world"``, ``"records"`` → ``"records"``; ValueError for a source without a KB."""
+    try:
+        return SUITE_PREFIXES[corpus_source]
+    except KeyError:
+        raise ValueError(f"corpus.source {corpus_source!r} has no knowledge base, so no held-out suites "
+                         f"(expected one of {', '.join(SUITE_PREFIXES)})") from None
+
+
+def suite_name(question_type: str, corpus_source: str = "synthetic") -> str:
+    """``"bridge"`` → ``"world-bridge"`` (``"records-bridge"`` for a records corpus): a suite's benchmark name."""
+    return f"{suite_prefix(corpus_source)}-{question_type}"
+
+
+def suite_names(corpus_source: str = "synthetic") -> tuple[str, ...]:
+    """Every suite's name for a corpus source, in question-type order."""
+    return tuple(suite_name(t, corpus_source) for t in QUESTION_TYPES)
+
+
+def write_suites(params: BenchmarksParams, qa_dir: Path, out_dir: Path,
+                 corpus_source: str = "synthetic") -> dict[str, int]:
+    """Write ``out_dir/<prefix>-<type>.jsonl`` (``{id, question, golden_answers, metadata}``; the prefix from
+    :func:`suite_prefix`: ``world`` or ``records``) from ``qa_dir/heldout.jsonl``; return question counts per suite
+    and the answer overlap with training (must be 0)."""
     heldout = read_jsonl(qa_dir / "heldout.jsonl")
     trained = {normalize_answer(a) for name in ("train.jsonl", "dev.jsonl")
                for r in read_jsonl(qa_dir / name) for a in r["answers"]}
@@ -25,6 +50,7 @@ def write_suites(params: BenchmarksParams, qa_dir: Path, out_dir: Path) -> dict[
     counts: dict[str, int] = {}
     overlap = 0
     for t in QUESTION_TYPES:
+        name = suite_name(t, corpus_source)
         of_type = [r for r in heldout if r["type"] == t]
         chosen = sorted(rng.sample(of_type, min(params.size, len(of_type))), key=lambda r: r["id"])
         rows = [{"id": r["id"], "question": r["question"], "golden_answers": r["answers"],
@@ -32,6 +58,6 @@ def write_suites(params: BenchmarksParams, qa_dir: Path, out_dir: Path) -> dict[
                               "answer_rank": r["features"]["answer_rank"], "answer_entity": r["answer_entity"],
                               "evidence": r["evidence"]}} for r in chosen]
         overlap += sum(any(normalize_answer(a) in trained for a in r["golden_answers"]) for r in rows)
-        write_jsonl(out_dir / f"{suite_name(t)}.jsonl", rows)
-        counts[suite_name(t)] = len(rows)
+        write_jsonl(out_dir / f"{name}.jsonl", rows)
+        counts[name] = len(rows)
     return {**counts, "train_answer_overlap": overlap}

@@ -28,7 +28,15 @@ from searchlab.retrieval.base import Hit, Retriever
 from searchlab.scoring import cover_exact_match
 from searchlab.synth.generate import Constraint, Question
 from searchlab.synth.kb import KB
-from searchlab.synth.lexicon import phrasing, words
+from searchlab.synth.lexicon import (
+    about,
+    backward_question,
+    compare_words,
+    describe,
+    is_person,
+    phrasing,
+    words,
+)
 
 
 @dataclass
@@ -75,7 +83,8 @@ class DemoWriter:
         """Per question, the self-play proposer's completion for its answer (prompt:
         :func:`~searchlab.agent.protocol.proposer_instruction` of ``answers[0]``), or None: a type outside
         :data:`PROPOSAL_TYPES`, or a backward search that retrieval cannot support."""
-        plans = [self._proposal_plan(q) if q.type in PROPOSAL_TYPES else None for q in questions]
+        plans = [self._proposal_plan(q) if q.type in PROPOSAL_TYPES and not q.slot.get("yes_no") else None
+                 for q in questions]
         written = iter(self._write([p for p in plans if p is not None]))
         return [None if p is None else next(written) for p in plans]
 
@@ -148,7 +157,7 @@ class DemoWriter:
         needs = []
         for i, c in enumerate(q.constraints):
             name = self.kb[c.subject].name
-            want = self._describe(c, name)
+            want = describe(c.predicate, name, c.value)
             before = ("I need to find " if i == 0 else "Now I need ") + want + "."
             needs.append(_Need(self._queries(q, name, c.predicate), c.passage, before, c.text))
         return _Plan(q, needs, final=f"So the answer is {q.answers[0]}.")
@@ -162,7 +171,8 @@ class DemoWriter:
             keywords = list(phrasing(c.predicate).keywords) or [words(c.predicate)]
             self.rng.shuffle(keywords)
             lead = f"I need facts that lead to {q.answers[0]}. " if i == 0 else ""
-            before = f"{lead}What has {value} as its {words(c.predicate)}?"
+            subject = self.kb[c.subject]
+            before = lead + backward_question(c.predicate, value, c.value, is_person(subject.type, subject.facts))
             needs.append(_Need([f"{value} {k}" for k in keywords] + [value], c.passage, before, c.text))
         return _Plan(q, needs, final="These facts lead to the answer without naming it.", proposal=True)
 
@@ -177,12 +187,14 @@ class DemoWriter:
         candidates = (q.question[first_at:second_at + len(names[1])] if first_at < second_at
                       else " and ".join(names))
         needs = []
+        wanted = compare_words(p)[0]
         for i, (c, name) in enumerate(zip(sides, names)):
-            lead = (f"Two candidates: {candidates}. I need the {words(p)} of both. First {name}." if i == 0
+            lead = (f"Two candidates: {candidates}. I need {wanted}. First {name}." if i == 0
                     else f"Now {name}.")
             needs.append(_Need(self._queries(q, name, p), c.passage, lead, c.text))
-        direction = "larger" if q.compare["direction"] == "max" else "smaller"
-        return _Plan(q, needs, final=f"{q.answers[0]} has the {direction} {words(p)}.")
+        wanted, larger, smaller = compare_words(p)
+        final = larger if q.compare["direction"] == "max" else smaller
+        return _Plan(q, needs, final=final.format(x=q.answers[0]))
 
     def _oblique_plan(self, q: Question) -> _Plan:
         """One search per cue, most selective first; a cue whose search misses the target's passage is skipped,
@@ -191,9 +203,11 @@ class DemoWriter:
         cues = sorted(q.constraints, key=lambda c: c.matches or 0)
         needs = []
         for c in cues:
-            queries = [c.text] + [f"{self._cue_anchor(c)} {k}" for k in phrasing(c.predicate).keywords[:2]]
+            queries = [c.text]
+            if not isinstance(c.value, bool):  # a boolean's cue is its only phrasing: "that is not landlocked"
+                queries += [f"{self._cue_anchor(c)} {k}" for k in phrasing(c.predicate).keywords[:2]]
             queries = [x for x in queries if x.strip() and not cover_exact_match(x, q.answers)]
-            needs.append(_Need(queries, c.passage, f"Next clue: {c.text}.", f"{target.name} is {c.text}.",
+            needs.append(_Need(queries, c.passage, f"Next clue: {c.text}.", f"{about(target.name, c.text)}.",
                                optional=True, first=f"I will check the clues one at a time, the most specific "
                                                     f"first: {c.text}."))
         return _Plan(q, needs, final=f"{target.name} fits every clue.", min_found=min(2, len(needs)))
@@ -204,9 +218,3 @@ class DemoWriter:
         if isinstance(c.value, str) and c.value in self.kb.entities:
             return self.kb[c.value].name
         return str(c.value)
-
-    def _describe(self, c: Constraint, name: str) -> str:
-        ph = phrasing(c.predicate)
-        if ph.phrases:
-            return ph.phrases[0].format(s=name)
-        return f"the {words(c.predicate)} of {name}"

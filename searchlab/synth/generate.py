@@ -12,6 +12,14 @@ passages, and returns a :class:`Question` whose answer is provably unique:
 
 A builder returns ``None`` after recording why it could not build (``reasons``),
 so the stage can count rejections by reason.
+
+Boolean facts (a record's ``"landlocked": false``) serve as oblique cues in words
+("that is not landlocked"); they answer a question ("Is Aruba landlocked?" → "no")
+only with ``yes_no``, off by default since a guesser gets half of such questions right.
+Year cues name a decade ("the 1960s"; "1900-1909" for a decade ending in 00, never
+"the 1900s", which reads as a century) or a century; a century cue counts both
+readings of its boundary years (1900 to 2000 for "the 20th century") and is never
+used for a year ending in 00.
 """
 
 from __future__ import annotations
@@ -21,9 +29,10 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
+from searchlab.corpus.records import boolean_question, is_year
 from searchlab.scoring import normalize_answer
 from searchlab.synth.kb import KB, Entity, Fact
-from searchlab.synth.lexicon import STYLE, Phrasing, article, fix_articles, phrasing, type_noun
+from searchlab.synth.lexicon import STYLE, Phrasing, article, fix_articles, is_person, phrasing, type_noun, words
 
 
 BUCKETS = ("easy", "medium", "hard")  # difficulty buckets, easiest first (curriculum RL's order)
@@ -71,9 +80,11 @@ class Question:
 class Builder:
     """Builds questions of every type over one :class:`KB` with one ``random.Random``."""
 
-    def __init__(self, kb: KB, rng: random.Random, min_cue_matches: int = 2, max_cues: int = 4):
+    def __init__(self, kb: KB, rng: random.Random, min_cue_matches: int = 2, max_cues: int = 4,
+                 yes_no: bool = False):
         self.kb, self.rng = kb, rng
         self.min_cue_matches, self.max_cues = min_cue_matches, max_cues
+        self.yes_no = yes_no  # boolean facts may be asked ("Is Aruba landlocked?"); off: they are only cues
         self.reasons: Counter[str] = Counter()
 
     def build(self, kind: str, target: str, qid: str) -> Question | None:
@@ -97,6 +108,8 @@ class Builder:
             f = e.one(p)
             if f is None or (relation is not None and f.relation != relation):
                 continue
+            if asked and f.boolean and not self.yes_no:
+                continue  # a yes/no answer: a guesser gets half of them
             ph = phrasing(p, f.numeric)
             if (asked and not ph.questions) or (relation and not ph.phrases):
                 continue
@@ -132,17 +145,25 @@ class Builder:
         last = self.pick(final)
         subject = start.name
         for f in chain:
-            subject = self.pick(phrasing(f.predicate).phrases).format(s=subject)
-        ph = phrasing(last.predicate, last.numeric)
-        text = _sentence_case(self.pick(ph.questions).format(s=subject))
+            phrase = self.pick(phrasing(f.predicate).phrases)
+            t = self._type_noun(self.kb[f.value]) if "{t}" in phrase else ""
+            subject = phrase.format(s=subject, t=t)
+        if last.boolean:
+            text = _sentence_case(boolean_question(last.predicate).format(s=subject))
+        else:
+            template = self.pick(phrasing(last.predicate, last.numeric).questions)
+            what = self._what(last) if "{what}" in template else ""
+            text = _sentence_case(template.format(s=subject, what=what))
         facts = [*chain, last]
         answers = _answers(self.kb, last)
-        if any(normalize_answer(a) and normalize_answer(a) in normalize_answer(text) for a in answers):
+        if not last.boolean and any(normalize_answer(a) and normalize_answer(a) in normalize_answer(text)
+                                    for a in answers):
             return self._fail("answer_in_question")
         constraints = [Constraint(text=_hop_text(self.kb, f), predicate=f.predicate, op="hop", subject=f.subject,
                                   value=f.value, passage=f.passage, label=self.kb.label(f),
                                   value_text=self.kb.value_text(f)) for f in facts]
-        slot = {"predicate": last.predicate, **({"type": self.kb[last.value].type} if last.relation else {})}
+        slot = {"predicate": last.predicate, **({"type": self.kb[last.value].type} if last.relation else {}),
+                **({"yes_no": True} if last.boolean else {})}
         return Question(id=qid, type=kind, question=text, answers=answers,
                         answer_entity=last.value if last.relation else None, slot=slot, hops=len(facts),
                         constraints=constraints, evidence=_unique([f.passage for f in facts]), mentions=[start.id])
@@ -155,6 +176,22 @@ class Builder:
 
     def compose(self, target: Entity, qid: str) -> Question | None:
         return self._chain_question("compose", target, qid, 2 if self.rng.random() < 0.6 else 3)
+
+    def _person(self, e: Entity) -> bool:
+        return is_person(e.type, e.facts)
+
+    def _type_noun(self, e: Entity) -> str:
+        return type_noun(e.type, e.subtype, self.pick)
+
+    def _what(self, f: Fact) -> str:
+        """How a question asks for the fact's value: "Who" (a person), "Which city", or "What"."""
+        if not f.relation:
+            return "What"
+        e = self.kb[f.value]
+        if self._person(e):
+            return "Who"
+        noun = self._type_noun(e)
+        return "What" if noun in words(f.predicate).split() else f"Which {noun}"
 
     # ------------------------------------------------------------------ comparison
     def compare(self, target: Entity, qid: str) -> Question | None:
@@ -178,6 +215,8 @@ class Builder:
         a, b = (target, rival) if self.rng.random() < 0.5 else (rival, target)
         templates = ph.compare_max if direction == "max" else ph.compare_min
         text = self.pick(templates).format(a=a.name, b=b.name)
+        if self._person(target) and text.startswith(("Which was ", "Which has ")):
+            text = "Who" + text[len("Which"):]  # "Who was born earlier, ...?"
         constraints = [Constraint(text=_hop_text(self.kb, f), predicate=f.predicate, op="compare", subject=f.subject,
                                   value=f.value, passage=f.passage, label=self.kb.label(f),
                                   value_text=self.kb.value_text(f)) for f in (fact, other)]
@@ -233,7 +272,7 @@ class Builder:
         self.rng.shuffle(chosen)
         noun = type_noun(target.type, target.subtype, self.pick)
         desc = _join([c.phrase for c in chosen])
-        frames = STYLE.person_oblique_frames if target.type == "person" else STYLE.oblique_frames
+        frames = STYLE.person_oblique_frames if self._person(target) else STYLE.oblique_frames
         text = self.pick(frames).format(noun=noun, desc=desc, desc_a=article(f"{noun} {desc}"))
         answers = [target.name]
         if normalize_answer(target.name) in normalize_answer(text):
@@ -250,31 +289,54 @@ class Builder:
         """Every cue the target's facts offer: categorical values, year spans, thresholds, related entities
         (named, or described by one of their own facts)."""
         kb, cues = self.kb, []
+        rel = "who" if self._person(target) else "that"
         for p, facts in target.facts.items():
             for f in facts:
+                if f.boolean:  # "that is not landlocked"
+                    cues.append(_Cue(kb, target.type, f, f"{rel} {f.text}", "eq"))
+                    continue
                 ph = phrasing(p, f.numeric)
                 if f.numeric and ph.year and ph.cues:
-                    cues.append(self._year_cue(target, f, ph))
+                    cues.append(self._year_cue(target, f, ph, rel))
                 elif f.numeric and (ph.more or ph.less):
                     cues.append(self._threshold_cue(target, f, ph))
                 elif not f.relation and ph.cues:
-                    cues.append(_Cue(kb, target.type, f, fix_articles(self.pick(ph.cues).format(v=f.text)), "eq"))
+                    cues.append(_Cue(kb, target.type, f, fix_articles(self.pick(ph.cues).format(v=f.text, rel=rel)),
+                                     "eq"))
                 elif f.relation and ph.cues and kb.unique_name(f.value):
-                    cues.append(_Cue(kb, target.type, f, self.pick(ph.cues).format(v=kb[f.value].name), "eq"))
-                    via = self._via_cue(target, f, ph)
+                    cues.append(_Cue(kb, target.type, f, self.pick(ph.cues).format(v=kb[f.value].name, rel=rel),
+                                     "eq"))
+                    via = self._via_cue(target, f, ph, rel)
                     if via is not None:
                         cues.append(via)
         return [c for c in cues if c is not None]
 
-    def _year_cue(self, target: Entity, f: Fact, ph: Phrasing) -> "_Cue":
-        year = int(f.value)
-        if self.rng.random() < 0.6:
-            low, span = year - year % 10, f"the {year - year % 10}s"
-            high = low + 10
+    def _year_cue(self, target: Entity, f: Fact, ph: Phrasing, rel: str = "that") -> "_Cue | None":
+        """A decade ("the 1960s", "1900-1909") or, 4 times in 10, a century ("the 20th century") around the year.
+
+        "The 1900s" would read as the century, so a decade ending in 00 is named by its years; a year ending in
+        00 gets no century cue (1900 is in the 19th century to some readers, the 20th to others), and a century
+        cue matches both readings of its boundaries ([1900, 2000] for the 20th), so no reader finds a second answer.
+        """
+        decade = self.rng.random() < 0.6
+        value = f.value
+        year = int(value) if isinstance(value, int) or (isinstance(value, float) and value.is_integer()) else None
+        if not is_year(year):
+            return None
+        if year % 100 == 0:
+            decade = True
+        if year < 1000:  # "the 610s" is no way to say it
+            if decade:
+                return None
+            decade = False
+        if decade:
+            low = year - year % 10
+            high, span = low + 10, (f"{low}-{low + 9}" if low % 100 == 0 else f"the {low}s")
         else:
             low = year - year % 100
-            high, span = low + 100, f"the {_ordinal(low // 100 + 1)} century"
-        return _Cue(self.kb, target.type, f, fix_articles(self.pick(ph.cues).format(v=span)), "range", low, high)
+            high, span = low + 101, f"the {_ordinal(low // 100 + 1)} century"
+        return _Cue(self.kb, target.type, f, fix_articles(self.pick(ph.cues).format(v=span, rel=rel)), "range",
+                    low, high)
 
     def _threshold_cue(self, target: Entity, f: Fact, ph: Phrasing) -> "_Cue | None":
         value = float(f.value)
@@ -286,21 +348,25 @@ class Builder:
         low, high = (bound + 1e-9, None) if more else (None, bound)
         return _Cue(self.kb, target.type, f, text, "range", low, high)
 
-    def _via_cue(self, target: Entity, f: Fact, ph: Phrasing) -> "_Cue | None":
+    def _via_cue(self, target: Entity, f: Fact, ph: Phrasing, rel: str = "that") -> "_Cue | None":
         """``born in a city located in Foria``: the related entity described by one of its own facts."""
         kb, hub = self.kb, self.kb[f.value]
         options = []
         for g in self._functional(hub):
             gph = phrasing(g.predicate, g.numeric)
+            if g.boolean:  # "born in a city that is coastal"
+                options.append((g, gph))
+                continue
             if g.numeric or not gph.cues or g.value == target.id or (g.relation and not kb.unique_name(g.value)):
                 continue
             options.append((g, gph))
         if not options:
             return None
         g, gph = self.pick(options)
-        inner = self.pick(gph.cues).format(v=kb.value_text(g))
+        hub_rel = "who" if self._person(hub) else "that"
+        inner = f"{hub_rel} {g.text}" if g.boolean else self.pick(gph.cues).format(v=kb.value_text(g), rel=hub_rel)
         hub_noun = article(f"{type_noun(hub.type, hub.subtype, self.pick)} {inner}")
-        return _Cue(kb, target.type, f, self.pick(ph.cues).format(v=hub_noun), "via", via=g)
+        return _Cue(kb, target.type, f, self.pick(ph.cues).format(v=hub_noun, rel=rel), "via", via=g)
 
 
 COUNT_CAP = 50  # a cue's recorded match count saturates here ("matches at least 50")
@@ -377,14 +443,17 @@ class _Cue:
 
 # ---------------------------------------------------------------------- helpers
 def _answers(kb: KB, fact: Fact) -> list[str]:
-    """Gold answers for a fact's value: the name or the passage's text, plus the plain number when it differs."""
-    answers = [kb.value_text(fact)]
+    """Gold answers for a fact's value: the name or the passage's text, plus the plain number when it differs;
+    "yes" or "no" for a boolean."""
+    answers = [kb.answer_text(fact)]
     if fact.numeric and str(fact.value) != fact.text:
         answers.append(str(fact.value))
     return answers
 
 
 def _hop_text(kb: KB, f: Fact) -> str:
+    if f.boolean:
+        return f"{kb[f.subject].name} {f.text}."
     ph = phrasing(f.predicate, f.numeric)
     template = ph.statements[0] if ph.statements else "{s}: {v}."
     return fix_articles(template.format(s=kb[f.subject].name, v=kb.value_text(f)))

@@ -35,6 +35,11 @@ class Fact:
     def numeric(self) -> bool:
         return not self.relation and isinstance(self.value, (int, float)) and not isinstance(self.value, bool)
 
+    @property
+    def boolean(self) -> bool:
+        """A yes/no fact (a record's ``true``/``false``); its ``text`` says it in words: "is not landlocked"."""
+        return not self.relation and isinstance(self.value, bool)
+
 
 @dataclass(slots=True)
 class Entity:
@@ -140,6 +145,12 @@ class KB:
     def value_text(self, fact: Fact) -> str:
         """How an answer or cue names the fact's value: the related entity's name, or the passage's text."""
         return self.entities[fact.value].name if fact.relation else fact.text
+
+    def answer_text(self, fact: Fact) -> str:
+        """The fact's value as an answer: :meth:`value_text`, or "yes"/"no" for a boolean."""
+        if fact.boolean:
+            return "yes" if fact.value else "no"
+        return self.value_text(fact)
 
     def label(self, fact: Fact) -> str:
         """The fact's logical relation to its subject (temporal, spatial, membership, creator/creation, ...)."""

@@ -4,17 +4,26 @@ Questions are composed, not filled into one slot template: a relation's noun
 phrase ("the city where {s} was born") nests inside another's question ("When
 was {s} founded?") to any depth, every piece has several phrasings, and oblique
 cues are shuffled relative clauses. A predicate this table does not know (a
-user's own records) falls back to neutral phrasing built from its name, so the
-same generator serves any KB.
+user's own records) falls back to phrasing built from its name, so the same
+generator serves any KB: a noun ("director": "the director of {s}"), a field
+ending in a preposition ("based_in": "the city {s} is based in"), or a past verb
+holding a year ("founded": "When was {s} founded?", "died": "who died in the
+1960s"). Booleans are said in words ("is not landlocked", never "no"; see
+:func:`searchlab.corpus.records.boolean_text`).
 
 Placeholders: ``{s}`` the subject (a name or a nested noun phrase), ``{v}`` the
-value's text, ``{a}``/``{b}`` the two sides of a comparison.
+value's text, ``{a}``/``{b}`` the two sides of a comparison; in the fallback
+phrasings also ``{rel}`` ("who" for a person, else "that"), ``{what}`` ("Who",
+"Which city" or "What", by the answer) and ``{t}`` (the type noun of a relation's value).
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
+
+from searchlab.corpus.records import _PREPOSITIONS, boolean_text, field_words, verb_form
 
 
 @dataclass(frozen=True)
@@ -53,7 +62,7 @@ PHRASINGS: dict[str, Phrasing] = {
     "death_year": _p(
         questions=["In which year did {s} die?", "When did {s} die?", "What year did {s} pass away?"],
         statements=["{s} died in {v}.", "{s} passed away in {v}."],
-        keywords=["died", "death", "year of death"], year=True, label="temporal", cues=["died in {v}"],
+        keywords=["died", "death", "year of death"], year=True, label="temporal", cues=["who died in {v}"],
         compare_min=["Who died first, {a} or {b}?"], compare_max=["Who died later, {a} or {b}?"]),
     "occupation": _p(
         questions=["What was the occupation of {s}?", "What did {s} do for a living?", "What profession did {s} have?"],
@@ -106,7 +115,7 @@ PHRASINGS: dict[str, Phrasing] = {
     "award": _p(
         questions=["Which award did {s} receive?", "What prize was {s} awarded?"],
         statements=["{s} received the {v}."], keywords=["award", "prize", "awarded"],
-        cues=["who received the {v}", "a winner of the {v}"], label="attribute"),
+        cues=["who received the {v}", "who won the {v}"], label="attribute"),
     "award_year": _p(
         questions=["In which year did {s} receive an award?", "When was {s} awarded a prize?"],
         statements=["{s} was awarded in {v}."], keywords=["award", "prize", "awarded year"], year=True,
@@ -295,25 +304,137 @@ TYPE_NOUNS: dict[str, tuple[str, ...]] = {
 
 _TEMPORAL = re.compile(r"(^|_)(year|date|born|founded|since)($|_)")
 
+# Types whose entities are people: cues about them say "who", questions about them "Who".
+PERSON_TYPES = frozenset(
+    "person people human individual director actor actress author writer novelist poet artist painter sculptor "
+    "photographer architect composer musician singer songwriter conductor scientist physicist chemist biologist "
+    "mathematician philosopher historian economist engineer inventor explorer politician president king queen "
+    "emperor monarch ruler leader athlete player footballer coach climber journalist teacher professor student "
+    "founder producer screenwriter character saint pope".split())
+_PERSONAL_FACT = re.compile(r"\b(born|birth|died|death)\b")
+
 
 def words(predicate: str) -> str:
     """``"birth_year"`` / ``"birthYear"`` → ``"birth year"``: a predicate name as plain words."""
-    return re.sub(r"(?<=[a-z])(?=[A-Z])", " ", predicate).replace("_", " ").lower().strip()
+    return field_words(predicate)
+
+
+def is_person(type_: str, predicates=()) -> bool:
+    """Whether an entity of this type (with facts of these predicates) is a person: its type is a person noun
+    ("director"), or it has a birth or death fact."""
+    return (words(type_).rsplit(" ", 1)[-1] in PERSON_TYPES
+            or any(_PERSONAL_FACT.search(words(p)) for p in predicates))
 
 
 def phrasing(predicate: str, numeric: bool = False) -> Phrasing:
-    """The phrasing of ``predicate``: the table's, or a neutral one built from its name."""
+    """The phrasing of ``predicate``: the table's, or one built from its name (:func:`_fallback`)."""
     known = PHRASINGS.get(predicate)
-    if known is not None:
-        return known
+    return known if known is not None else _fallback(predicate, numeric)
+
+
+@lru_cache(maxsize=4096)
+def _fallback(predicate: str, numeric: bool) -> Phrasing:
+    """Phrasing built from a field's name: a past verb holding a year, a field ending in a preposition, or a noun."""
     w = words(predicate)
-    return _p(questions=[f"What is the {w} of {{s}}?", f"What {w} does {{s}} have?"],
-              phrases=[f"the {w} of {{s}}"], statements=[f"The {w} of {{s}} is {{v}}."], keywords=[w],
-              cues=[f"whose {w} is {{v}}", f"with {w} {{v}}"],
-              more=[f"with a {w} above {{v}}"] if numeric else [], less=[f"with a {w} below {{v}}"] if numeric else [],
-              compare_max=[f"Which has the greater {w}, {{a}} or {{b}}?"] if numeric else [],
-              year=numeric and bool(_TEMPORAL.search(predicate)),
-              label="temporal" if _TEMPORAL.search(predicate) else ("quantity" if numeric else "attribute"))
+    temporal = bool(_TEMPORAL.search(predicate))
+    verb = verb_form(predicate) if numeric else None
+    if verb is not None:  # "founded": 1917, "died": 1852
+        past, base = verb
+        if base:  # active: "Ada died in 1852"
+            return _p(questions=[f"In which year did {{s}} {base}?", f"When did {{s}} {base}?"],
+                      statements=[f"{{s}} {past} in {{v}}."], keywords=[past, f"{past} in"],
+                      cues=[f"{{rel}} {past} in {{v}}"], year=True, label="temporal",
+                      compare_min=[f"Which of {{a}} and {{b}} {past} first?",
+                                   f"Which of {{a}} and {{b}} {past} earlier?"],
+                      compare_max=[f"Which of {{a}} and {{b}} {past} later?"])
+        return _p(questions=[f"In which year was {{s}} {past}?", f"When was {{s}} {past}?"],  # "UFA was founded"
+                  statements=[f"{{s}} was {past} in {{v}}."], keywords=[past, f"{past} in"],
+                  cues=[f"{past} in {{v}}"], year=True, label="temporal",
+                  compare_min=[f"Which was {past} earlier, {{a}} or {{b}}?",
+                               f"Which of {{a}} and {{b}} was {past} first?"],
+                  compare_max=[f"Which was {past} later, {{a}} or {{b}}?"])
+    head, _, last = w.rpartition(" ")
+    if head and last in _PREPOSITIONS:  # "based_in": "UFA is based in Potsdam"
+        cues = [f"{{rel}} is {w} {{v}}"] + ([f"{w} {{v}}"] if verb_form(head) is not None else [])
+        return _p(questions=[f"{{what}} is {{s}} {w}?"], phrases=[f"the {{t}} {{s}} is {w}"],
+                  statements=[f"{{s}} is {w} {{v}}."], keywords=[w, head], cues=cues,
+                  label="temporal" if temporal else "spatial" if last in ("in", "at", "near", "on") else "attribute")
+    year = numeric and temporal
+    if year:
+        cues = [f"whose {w} falls in {{v}}", f"with a {w} in {{v}}"]
+        compare = {"compare_min": [f"Which has the earlier {w}, {{a}} or {{b}}?"],
+                   "compare_max": [f"Which has the later {w}, {{a}} or {{b}}?"]}
+    else:
+        cues = [f"whose {w} is {{v}}", f"with {w} {{v}}"]
+        compare = {"compare_max": [f"Which has the greater {w}, {{a}} or {{b}}?"],
+                   "compare_min": [f"Which has the smaller {w}, {{a}} or {{b}}?"]} if numeric else {}
+    return _p(questions=[f"{{what}} is the {w} of {{s}}?", f"Name the {w} of {{s}}."],
+              phrases=[f"the {w} of {{s}}"], statements=[f"The {w} of {{s}} is {{v}}."], keywords=[w], cues=cues,
+              more=[f"with a {w} above {{v}}"] if numeric and not year else [],
+              less=[f"with a {w} below {{v}}"] if numeric and not year else [], year=year, **compare,
+              label="temporal" if temporal else ("quantity" if numeric else "attribute"))
+
+
+# ---------------------------------------------------------------------- words for demonstrations
+def about(name: str, cue: str) -> str:
+    """A sentence saying that ``name`` fits an oblique cue: ``"who died in the 1960s"`` → ``"Ada died in the
+    1960s"``, ``"whose genre is drama"`` → ``"Metropolis's genre is drama"``, ``"born in Vienna"`` → ``"Fritz
+    Lang is born in Vienna"``."""
+    first, _, rest = cue.partition(" ")
+    if first in ("who", "that") and rest:
+        return f"{name} {rest}"
+    if first == "whose" and rest:
+        return f"{name}'s {rest}"
+    if first == "with" and rest:
+        return f"{name} has {rest}"
+    return f"{name} is {cue}"
+
+
+def describe(predicate: str, name: str, value=None) -> str:
+    """What a search looks for, as a noun phrase or clause: ``"the founder of X"``, ``"when X was founded"``,
+    ``"whether X is landlocked"``, ``"what X is based in"``, ``"the genre of X"``."""
+    if isinstance(value, bool):
+        return f"whether {name} {boolean_text(predicate, True)}"
+    if predicate in PHRASINGS:
+        ph = PHRASINGS[predicate]
+        return ph.phrases[0].format(s=name) if ph.phrases else f"the {words(predicate)} of {name}"
+    w = words(predicate)
+    verb = verb_form(predicate) if isinstance(value, (int, float)) else None
+    if verb is not None:
+        return f"when {name} {verb[0] if verb[1] else 'was ' + verb[0]}"
+    head, _, last = w.rpartition(" ")
+    if head and last in _PREPOSITIONS:
+        return f"what {name} is {w}"
+    return f"the {w} of {name}"
+
+
+def backward_question(predicate: str, value_text: str, value=None, person: bool = False) -> str:
+    """What the self-play proposer asks when it walks back from a value: ``"What has Kelmora as its born in?"``
+    for the table's predicates (as it always has); for a user's field ``"What was founded in 1917?"``,
+    ``"Who died in 1852?"``, ``"What is based in Potsdam?"``, ``"What has Drama as its genre?"``."""
+    w = words(predicate)
+    if predicate in PHRASINGS:
+        return f"What has {value_text} as its {w}?"
+    who = "Who" if person else "What"
+    verb = verb_form(predicate) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+    if verb is not None:
+        return f"{who} {verb[0] if verb[1] else 'was ' + verb[0]} in {value_text}?"
+    head, _, last = w.rpartition(" ")
+    if head and last in _PREPOSITIONS:
+        return f"{who} is {w} {value_text}?"
+    return f"{who} has {value_text} as {'their' if person else 'its'} {w}?"
+
+
+def compare_words(predicate: str) -> tuple[str, str, str]:
+    """``(what both are searched for, "{x}" has the larger value, "{x}" has the smaller)`` in a comparison's
+    demonstration: ``("the population of both", "{x} has the larger population.", ...)``; for a past verb
+    holding a year ``("the year each was founded", "{x} was founded later.", "{x} was founded earlier.")``."""
+    w = words(predicate)
+    verb = verb_form(predicate) if predicate not in PHRASINGS else None
+    if verb is not None:
+        said = verb[0] if verb[1] else f"was {verb[0]}"
+        return f"the year each {said}", f"{{x}} {said} later.", f"{{x}} {said} earlier."
+    return f"the {w} of both", f"{{x}} has the larger {w}.", f"{{x}} has the smaller {w}."
 
 
 def type_noun(type_: str, subtype: str, pick) -> str:
@@ -324,17 +445,21 @@ def type_noun(type_: str, subtype: str, pick) -> str:
     return words(type_) or "entity"
 
 
-_A_BEFORE_VOWEL = re.compile(r"\b([Aa]) (?=[aeiouAEIOU])")
+# a vowel letter that sounds like a consonant: "a university", "a European", "a one-off"
+_YOU_SOUND = r"(?:uni|use|usu|ute|uto|eu|one\b|once)"
+_A_BEFORE_VOWEL = re.compile(r"\b([Aa]) (?=[aeiouAEIOU])(?!" + _YOU_SOUND + ")", re.IGNORECASE)
+_SOUNDS_LIKE_YOU = re.compile(_YOU_SOUND, re.IGNORECASE)
 
 
 def fix_articles(text: str) -> str:
-    """``"a entrepreneur"`` → ``"an entrepreneur"`` wherever a template put "a" before a vowel."""
+    """``"a entrepreneur"`` → ``"an entrepreneur"`` where a template put "a" before a vowel (not "a university")."""
     return _A_BEFORE_VOWEL.sub(lambda m: m.group(1) + "n ", text)
 
 
 def article(noun_phrase: str) -> str:
-    """``"a historian"`` / ``"an engineer"``: the indefinite article a noun phrase takes."""
-    return ("an " if noun_phrase[:1].lower() in "aeiou" else "a ") + noun_phrase
+    """``"a historian"`` / ``"an engineer"`` / ``"a university"``: the indefinite article a noun phrase takes."""
+    vowel = noun_phrase[:1].lower() in "aeiou" and not _SOUNDS_LIKE_YOU.match(noun_phrase)
+    return ("an " if vowel else "a ") + noun_phrase
 
 
 @dataclass(frozen=True)

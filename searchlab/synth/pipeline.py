@@ -79,7 +79,8 @@ def synthesize(params: QAParams, retriever: RetrieverParams, corpus_dir: Path, i
 # ---------------------------------------------------------------------- one shard
 def _run_shard(params: QAParams, kb: KB, search, roster: Roster, nli, index: int, targets: list[str]) -> dict:
     rng = random.Random(f"{params.seed}/shard/{index}")
-    builder = Builder(kb, rng, params.min_cue_matches, params.max_cues)
+    yes_no = params.yes_no
+    builder = Builder(kb, rng, params.min_cue_matches, params.max_cues, yes_no)
     kinds = [k for k in QUESTION_TYPES if params.types.get(k, 0) > 0]
     weights = [params.types[k] for k in kinds]
     rejected: Counter[str] = Counter()
@@ -104,7 +105,7 @@ def _run_shard(params: QAParams, kb: KB, search, roster: Roster, nli, index: int
     # Extra attempts for the benchmark suites only, from a stream of their own: the training questions stay
     # exactly what they are without them.
     extra = Builder(kb, random.Random(f"{params.seed}/shard/{index}/heldout"), params.min_cue_matches,
-                    params.max_cues)
+                    params.max_cues, yes_no)
     for target in targets:
         for n in range(params.heldout_attempts_per_target):
             attempt(extra, target, f"h{n}", heldout_only=True)
@@ -161,8 +162,12 @@ def _evidence_matched(kb: KB, q: Question, nli) -> bool:
     if nli is None:
         return True
     from searchlab.synth.models import hypothesis
+    booleans = {(c.subject, c.predicate) for c in q.constraints if isinstance(c.value, bool)}
+    booleans |= {(c.via["subject"], c.via["predicate"]) for c in q.constraints
+                 if c.via and isinstance(c.via["value"], bool)}
     return all(nli.entails([kb.passages[p] for _, p, _, _ in checks],
-                           [hypothesis(kb[s].name, pred, text) for s, _, text, pred in checks]))
+                           [f"{kb[s].name} {text}." if (s, pred) in booleans else hypothesis(kb[s].name, pred, text)
+                            for s, _, text, pred in checks]))  # a boolean's text is a clause: "is not landlocked"
 
 
 def _answer_rank(q: Question, ranked: list[str], depth: int) -> int | None:
@@ -182,7 +187,8 @@ def _filter_reason(params: QAParams, q: Question, rates: dict[str, float]) -> st
     f = params.filter
     if rates.get("role:gold", 1.0) < f.min_gold_pass:
         return "gold_evidence_unanswerable"
-    if rates.get("role:closed_book", 0.0) > f.max_closed_book_pass and q.type != "compare":
+    if (rates.get("role:closed_book", 0.0) > f.max_closed_book_pass and q.type != "compare"
+            and not q.slot.get("yes_no")):
         return "closed_book_answerable"  # a two-way choice is right half the time by chance: not a leak
     if rates.get("role:one_shot", 0.0) > f.max_one_shot_pass.get(q.type, 1.0):
         return "one_shot_answerable"

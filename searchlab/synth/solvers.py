@@ -49,7 +49,7 @@ class RuleReader:
         words = content_words(q.question)
         predicate, wanted_type = q.slot.get("predicate"), q.slot.get("type")
         if predicate:  # a value: the linked fact of the asked predicate, farthest along the chain
-            found = [(dist.get(f.subject, -1), len(words & content_words(kb.passages[p])), kb.value_text(f))
+            found = [(dist.get(f.subject, -1), len(words & content_words(kb.passages[p])), kb.answer_text(f))
                      for p in given for f in kb.passage_facts[p] if f.predicate == predicate]
             return max(found)[2] if found else ""
         scores: Counter[str] = Counter()  # an entity of the wanted type: the one whose passages fit the question best
@@ -107,7 +107,11 @@ class RuleReader:
         out = {}
         for predicate, counter in counts.items():
             value = counter.most_common(1)[0][0]
-            out[predicate] = self.kb[value].name if isinstance(value, str) and value in self.kb.entities else str(value)
+            if isinstance(value, bool):
+                out[predicate] = "yes" if value else "no"  # a yes/no question's prior: the more common answer
+            else:
+                out[predicate] = (self.kb[value].name if isinstance(value, str) and value in self.kb.entities
+                                  else str(value))
         return out
 
     @cached_property

@@ -85,6 +85,12 @@ def test_benchmarks_built_in_suites_sampled_then_external_files(tmp_path):
         load_benchmarks(_params("eval.suites=[world-bridge]").eval, suites, tmp_path)
     with pytest.raises(ValueError, match="no benchmark to evaluate on"):
         load_benchmarks(_params("eval.suites=[]").eval, suites, tmp_path)
+    # a records corpus's suites are records-*: `all` takes the ones the benchmarks stage wrote
+    records = tmp_path / "records/benchmarks"
+    _write(records / "records-single.jsonl", "Four?")
+    assert list(load_benchmarks(_params("eval.suites=all").eval, records, tmp_path)) == ["records-single"]
+    assert list(load_benchmarks(_params("eval.suites=[records-single]").eval, records, tmp_path)) == [
+        "records-single"]
 
 
 def test_every_model_stage_is_an_upstream_of_evaluate_and_a_model_source_by_its_name():

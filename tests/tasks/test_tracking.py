@@ -3,6 +3,7 @@ recovery of the runs of a killed pipeline."""
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -53,7 +54,7 @@ def test_stage_runs_nested_with_params_metrics_and_cached_link(tmp_path):
     assert alpha.data.tags["searchlab.produced_by_run"] == producer
     assert client.get_run(producer).data.tags["mlflow.parentRunId"] == first_parent
     assert client.get_run(producer).data.tags["searchlab.cached"] == "false"
-    assert client.get_run(producer).data.metrics["count.items"] == 6
+    assert client.get_run(producer).data.metrics["counts/items"] == 6
     # the results file's numbers are metrics of the run that made it, and of the cached run that used it
     made = client.get_run(first["beta"].manifest["mlflow_run_id"]).data.metrics
     assert (made["n"], made["threads"]) == (6, 2)
@@ -64,7 +65,7 @@ def test_stage_runs_nested_with_params_metrics_and_cached_link(tmp_path):
         tmp_path / "data/beta/summary.json").read_text()
     curve = client.get_metric_history(beta_producer, "train/loss")
     assert [(m.step, m.value) for m in sorted(curve, key=lambda m: m.step)] == [(1, 2.0), (2, 1.5)]
-    assert [(m.step, m.value) for m in client.get_metric_history(beta_producer, "eval/loss")] == [(2, 1.7)]
+    assert [(m.step, m.value) for m in client.get_metric_history(beta_producer, "dev/loss")] == [(2, 1.7)]
     # the model stage's folder is a registry version by content: a snapshot named by its content hash
     version = client.get_model_version_by_alias("toy-model", "current")
     digest = content_hash(first["beta"].manifest["files"])
@@ -74,6 +75,19 @@ def test_stage_runs_nested_with_params_metrics_and_cached_link(tmp_path):
     assert version.tags["searchlab.path"] == "data/beta" and version.tags["searchlab.stage"] == "beta"
     assert len(client.search_model_versions("name='toy-model'")) == 1  # the cached rerun registered nothing new
     assert alpha.info.status == "FINISHED"
+    assert f"(#/experiments/{tracker.experiment_id}/runs/{producer})" in alpha.data.tags["mlflow.note.content"]
+    # a second clone that got the data (dvc pull) but not the MLflow store: the note says where it came from
+    clone = tmp_path / "clone"
+    clone.mkdir()
+    shutil.copytree(tmp_path / "data", clone / "data", ignore=shutil.ignore_patterns(".work"))
+    (clone / "params.yaml").write_text((tmp_path / "params.yaml").read_text())
+    other = Tracker(TrackingParams(experiment="t"), clone)
+    parent, _ = _run(clone, other)
+    cached = {r.data.tags["searchlab.stage"]: r for r in MlflowClient(other.uri).search_runs(
+        [other.experiment_id], f"tags.mlflow.parentRunId = '{parent}'")}["alpha"]
+    note = cached.data.tags["mlflow.note.content"]
+    assert f"produced by run {producer}, which this MLflow store does not hold" in note
+    assert first["alpha"].manifest["finished_at"] in note and "#/experiments" not in note
     # every run names the process that owns it, so a run of a killed process can be told apart later
     for run in (alpha, client.get_run(second_parent)):
         assert run.data.tags["searchlab.pid"] == str(os.getpid())

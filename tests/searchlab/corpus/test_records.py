@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from searchlab.corpus import build_corpus, import_records
-from searchlab.corpus.records import FACTS_PER_PASSAGE, _words
+from searchlab.corpus.records import FACTS_PER_PASSAGE, _words, boolean_question, boolean_text, verb_form
 from searchlab.jsonl import RecordError
 from searchlab.params import CorpusParams, RecordsParams, load_params
 
@@ -70,7 +70,8 @@ def test_round_trip_writes_kb_and_corpus(tmp_path):
                                              "passage": facts["director", "kurosawa"]["passage"],
                                              "text": "Akira Kurosawa"}
     assert type(facts["year", 1954]["value"]) is int and facts["year", 1954]["text"] == "1954"
-    assert facts["rating", 8.6]["text"] == "8.6" and facts["colour", False]["text"] == "no"
+    assert facts["rating", 8.6]["text"] == "8.6" and facts["colour", False]["text"] == "has no colour"
+    assert "Seven Samurai has no colour." in corpus["7-0"] + corpus["7-1"]  # a boolean in words, never "no"
     assert corpus["7-0"].startswith('"Seven Samurai"\nSeven Samurai is a film. Seven Samurai\'s year is 1954.')
     assert "Toho is based in Tokyo." in corpus["toho-0"]
     assert "Seven Samurai's runtime min is 207." in corpus["7-0"] + corpus["7-1"]
@@ -153,6 +154,40 @@ def test_many_facts_are_chunked_into_passages(tmp_path):
     assert counts["passages"] == 3 and kb[0]["passages"] == ["x-0", "x-1", "x-2"]
     assert [sum(f["passage"] == p for f in kb[0]["facts"]) for p in kb[0]["passages"]] == [4, 4, 5]
     assert corpus["x-0"].startswith('"X"\nX is a record.') and "is a record" not in corpus["x-1"]
+
+
+def test_booleans_and_years_in_verb_fields_read_as_sentences(tmp_path):
+    records = [{"id": "a", "type": "country", "name": "Aruba", "landlocked": False, "has_coast": True, "founded": 1900,
+                "sold": 5000000, "in_colour": True, "colour": False, "can_fly": False},
+               {"id": "p", "type": "person", "name": "Ada", "died": 1852, "first_published": 1843, "year": 1815,
+                "born": "London", "is_married": True}]
+    _import(_jsonl(tmp_path / "r.jsonl", records), tmp_path / "out", RecordsParams(type_field="type"))
+    kb, corpus = _check_consistent(tmp_path / "out")
+    text = " ".join(corpus.values())
+    for sentence in ("Aruba is not landlocked.", "Aruba has coast.", "Aruba was founded in 1900.",
+                     "Aruba is in colour.", "Aruba has no colour.", "Aruba cannot fly.", "Ada died in 1852.",
+                     "Ada was first published in 1843.", "Ada's year is 1815.", "Ada is married.",
+                     "Aruba's sold is 5000000.",  # not a year: said as a noun
+                     "Ada's born is London."):  # a verb holding a string: said as a noun
+        assert sentence in text, (sentence, text)
+    assert " yes" not in text and " no." not in text
+    texts = {(f["predicate"], f["value"]): f["text"] for e in kb for f in e["facts"]}
+    assert texts["landlocked", False] == "is not landlocked" and texts["is_married", True] == "is married"
+    assert texts["founded", 1900] == "1900" and texts["died", 1852] == "1852"  # values and their text as before
+
+
+def test_boolean_and_verb_wording():
+    assert [boolean_text(f, v) for f, v in [("landlocked", True), ("landlocked", False), ("isMarried", False),
+                                             ("has_a_navy", False), ("was_renamed", True), ("colour", True),
+                                             ("open_on_sundays", False), ("did_compete", False)]] == [
+        "is landlocked", "is not landlocked", "is not married", "has no navy", "was renamed", "has colour",
+        "is not open on sundays", "did not compete"]
+    assert [boolean_question(f) for f in ("landlocked", "has_coast", "can_fly", "was_renamed")] == [
+        "Is {s} landlocked?", "Does {s} have coast?", "Can {s} fly?", "Was {s} renamed?"]
+    assert [verb_form(f) for f in ("died", "founded", "born", "first_published", "closed", "year", "birth_year",
+                                   "speed", "year_founded")] == [
+        ("died", "die"), ("founded", None), ("born", None), ("first published", None), ("closed", "close"),
+        None, None, None, None]
 
 
 def test_field_words():
@@ -294,3 +329,6 @@ def test_example_imports_cleanly(tmp_path, caplog):
     assert {e["type"] for e in kb} == {"film", "director", "studio", "city"}
     assert {f["predicate"] for e in kb for f in e["facts"] if f["kind"] == "relation"} == set(
         params.corpus.records.references)
+    text = " ".join(json.loads(line)["contents"] for line in (tmp_path / "out/corpus.jsonl").read_text().splitlines())
+    assert "Metropolis is not in colour." in text and "Spirited Away is in colour." in text
+    assert "Fritz Lang died in 1976." in text
