@@ -47,7 +47,7 @@ class ProgressLog:
         from transformers import TrainerCallback
 
         self.what, self.shown, self.total, self.lines = what, shown, total, lines
-        self.started, self.first, self.due = time.perf_counter(), None, 0
+        self.started, self.first, self.due = 0.0, None, 0
         self.latest: dict = {}
         parent, trigger = self, next(iter(shown.values()))
 
@@ -64,16 +64,18 @@ class ProgressLog:
 
     def step(self, done: int) -> None:
         """Log the line for ``done`` steps if one is due (and always at the last step)."""
-        if self.first is None:  # a resumed run's rate counts from where it resumed
-            self.first = done - 1
-            self.due = done
+        now = time.perf_counter()
+        if self.first is None:  # the rate counts from here: not the start-up, not the steps before a resume
+            self.first, self.started, self.due = done, now, done
         if done < self.due and done != self.total:
             return
         self.due = done + max(1, (self.total or 0) // self.lines)
-        elapsed = time.perf_counter() - self.started
-        rate = elapsed / max(done - self.first, 1)
-        eta = rate * max((self.total or done) - done, 0)
         figures = "  ".join(f"{label} {self.latest.get(key, float('nan')):.3f}" for label, key in self.shown.items())
+        if done == self.first:
+            log.info("%s %d/%d  %s", self.what, done, self.total or done, figures)
+            return
+        rate = (now - self.started) / (done - self.first)
+        eta = rate * max((self.total or done) - done, 0)
         log.info("%s %d/%d  %s  (%.1f s/step, ETA %d:%02d)", self.what, done, self.total or done, figures, rate,
                  eta // 60, eta % 60)
 

@@ -25,6 +25,7 @@ full disk) rather than only accelerate's exit status.
 
 from __future__ import annotations
 
+import contextvars
 import json
 import logging
 import os
@@ -82,7 +83,9 @@ def launch(module: str, job: dict[str, Any], job_dir: Path, num_processes: int |
     # stdin: the pipe workers watch (see the module docstring); we never write to it
     process = subprocess.Popen(command, stdin=subprocess.PIPE)
     done = threading.Event()
-    relay = threading.Thread(target=_relay_logs, args=(progress, done), name="worker-logs", daemon=True)
+    # in this thread's context: a stage's run context (Prefect's) then files the relayed lines under its run
+    relay = threading.Thread(target=contextvars.copy_context().run, args=(_relay_logs, progress, done),
+                             name="worker-logs", daemon=True)
     relay.start()
     try:
         status = process.wait()
