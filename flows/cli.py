@@ -462,12 +462,7 @@ def serve(
     """
     root = find_root()
     params = _load(root, params_file, overrides)
-    from tasks.registry import plan
-
-    try:
-        plan(stages or [])
-    except ValueError as err:
-        raise _fail(str(err), 2) from None
+    _check_stages(stages)
     # A temporary server would go with this process, and the deployment and its schedule with it.
     api_url = _running_prefect(root, params, "serving")
     from flows.serving import SERVED, served_record
@@ -483,6 +478,16 @@ def serve(
                                "root": str(root)},
                    description="searchlab pipeline; set params_file, overrides, stages and force per run "
                                "(endpoint URLs and secret-bearing keys only as in the served params).")
+
+
+def _check_stages(stages: list[str] | None) -> None:
+    """Fail (exit code 2) naming a stage that does not exist, before anything starts."""
+    from tasks.registry import plan
+
+    try:
+        plan(stages or [])
+    except ValueError as err:
+        raise _fail(str(err), 2) from None
 
 
 def _running_prefect(root: Path, params: Params, what: str) -> str:
@@ -539,12 +544,7 @@ def deploy(
     """
     root = find_root()
     params = _load(root, params_file, overrides)
-    from tasks.registry import plan
-
-    try:
-        plan(stages or [])
-    except ValueError as err:
-        raise _fail(str(err), 2) from None
+    _check_stages(stages)
     api_url = _running_prefect(root, params, "deploying")
     import flows
     from flows.deployment import FILE_ENTRYPOINT, FLOW_NAME, deployed_pipeline

@@ -22,7 +22,7 @@ from typing import Any
 
 from searchlab.eval.flat import is_eval_metric, with_intervals
 from searchlab.params import TrackingParams
-from tasks.tracking import TrackingError, tracking_uri
+from tasks.tracking import TrackingError, evaluate_run
 
 ARTIFACT = "metrics.json"
 SYSTEMS = ("direct", "rag", "agent")  # searchlab.eval.systems.SYSTEMS, the order the report uses
@@ -33,28 +33,7 @@ def run_results(params: TrackingParams, root: Path, run_id: str) -> tuple[dict[s
 
     Raises :class:`TrackingError` saying why when the run does not exist or has no evaluation.
     """
-    from mlflow import MlflowClient
-    from mlflow.exceptions import MlflowException
-
-    uri = tracking_uri(params, root)
-    client = MlflowClient(uri)
-    try:
-        run = client.get_run(run_id)
-    except MlflowException:
-        raise TrackingError(f"run {run_id}: no such run in {uri}") from None
-    stage = run.data.tags.get("searchlab.stage")
-    if stage is None:  # a pipeline run: its stages are child runs
-        children = client.search_runs(
-            [run.info.experiment_id],
-            f"tags.`mlflow.parentRunId` = '{run_id}' and tags.`searchlab.stage` = 'evaluate'")
-        if not children:
-            raise TrackingError(f"run {run_id}: no evaluation (a pipeline run without the evaluate stage)")
-        source = children[0]
-    elif stage == "evaluate":
-        source = run
-    else:
-        raise TrackingError(f"run {run_id}: no evaluation (the {stage} stage's run; give a pipeline run or its "
-                            "evaluate stage's run)")
+    client, _, source = evaluate_run(params, root, run_id, "evaluation")
     evaluate_id = source.info.run_id
     producer = source.data.tags.get("searchlab.produced_by_run")
     for candidate, how in ((evaluate_id, f"{ARTIFACT} of evaluate run {evaluate_id}"),

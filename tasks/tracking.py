@@ -86,16 +86,15 @@ def registered_model_folder(params: TrackingParams, root: Path, name: str, alias
     return str(folder)
 
 
-def evaluation_metrics(params: TrackingParams, root: Path, run_id: str) -> tuple[Any, dict[str, float]]:
-    """``(run, metrics)``: the evaluation metrics (:func:`searchlab.eval.flat.flat_metrics`'s names) of an MLflow
-    run, which is the evaluate stage's run or a pipeline run (whose evaluate stage run holds them).
+def evaluate_run(params: TrackingParams, root: Path, run_id: str, what: str = "eval metrics") -> tuple[Any, Any, Any]:
+    """``(client, run, evaluate run)``: MLflow run ``run_id``, a pipeline run or an evaluate stage run, and the
+    evaluate stage run that holds its results (the run itself, or the pipeline run's evaluate child).
 
-    Raises :class:`TrackingError` saying why when the run does not exist or holds no evaluation metrics.
+    Raises :class:`TrackingError` saying why (``what`` names the missing thing) when the run does not exist or is
+    neither kind.
     """
     from mlflow import MlflowClient
     from mlflow.exceptions import MlflowException
-
-    from searchlab.eval.flat import is_eval_metric
 
     uri = tracking_uri(params, root)
     client = MlflowClient(uri)
@@ -109,13 +108,23 @@ def evaluation_metrics(params: TrackingParams, root: Path, run_id: str) -> tuple
             [run.info.experiment_id],
             f"tags.`mlflow.parentRunId` = '{run_id}' and tags.`searchlab.stage` = 'evaluate'")
         if not children:
-            raise TrackingError(f"run {run_id}: no eval metrics (a pipeline run without the evaluate stage)")
-        source = children[0]
-    elif stage == "evaluate":
-        source = run
-    else:
-        raise TrackingError(f"run {run_id}: no eval metrics (the {stage} stage's run; give a pipeline run or its "
-                            "evaluate stage's run)")
+            raise TrackingError(f"run {run_id}: no {what} (a pipeline run without the evaluate stage)")
+        return client, run, children[0]
+    if stage == "evaluate":
+        return client, run, run
+    raise TrackingError(f"run {run_id}: no {what} (the {stage} stage's run; give a pipeline run or its evaluate "
+                        "stage's run)")
+
+
+def evaluation_metrics(params: TrackingParams, root: Path, run_id: str) -> tuple[Any, dict[str, float]]:
+    """``(run, metrics)``: the evaluation metrics (:func:`searchlab.eval.flat.flat_metrics`'s names) of an MLflow
+    run, which is the evaluate stage's run or a pipeline run (whose evaluate stage run holds them).
+
+    Raises :class:`TrackingError` saying why when the run does not exist or holds no evaluation metrics.
+    """
+    from searchlab.eval.flat import is_eval_metric
+
+    _, run, source = evaluate_run(params, root, run_id)
     metrics = {name: value for name, value in source.data.metrics.items() if is_eval_metric(name)}
     if not metrics:
         raise TrackingError(f"run {run_id}: no eval metrics (its evaluate stage run {source.info.run_id} ended "
