@@ -75,7 +75,8 @@ class SearchlabWorker(ProcessWorker):
         """Poll the pool and execute its runs until SIGINT (Ctrl-C) or SIGTERM, then end the runs in progress.
 
         Each running flow run's process group gets SIGTERM, and SIGKILL what is left of it after
-        :data:`GRACE_S`; the run is reported Crashed, saying the worker stopped. No process is left behind.
+        :data:`GRACE_S`; the run is reported Crashed (unless the run itself, its MLflow worker signalled too,
+        reports Failed first). No process is left behind.
         """
         async with anyio.create_task_group() as group:
             async def stop_on_signal() -> None:

@@ -120,7 +120,10 @@ def test_a_deployment_run_is_executed_by_searchlab_worker_and_forged_runs_are_re
             assert "SIGINT: stopping the worker and its 1 running flow run(s)" in log.read_text()
             assert "worker stopped" in log.read_text()
             assert not [child for child in started if _alive(child)]
-            assert client.read_flow_run(long.id).state.is_crashed()
+            # ended, not completed: Crashed by the worker, or Failed when the run's own error handling (its MLflow
+            # worker got the SIGTERM too) reported first; the server keeps the first final state
+            stopped = client.read_flow_run(long.id).state
+            assert stopped.is_crashed() or stopped.is_failed(), stopped
         finally:
             _stop(worker)
     assert not pwned.exists()
