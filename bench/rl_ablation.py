@@ -1,116 +1,198 @@
-"""RL ablations on the demo (run by hand, after `make demo` or `searchlab run sft` built data/).
+"""RL ablation on the built demo: the same GRPO budget for each technique, one table against plain GRPO.
 
-    python bench/rl_ablation.py                           # every row, 20 steps each
-    python bench/rl_ablation.py --steps 30 --rows none sec igpo
-    python bench/rl_ablation.py --rows none --set rl.learning_rate=0.0003   # any override for every row
+    python bench/rl_ablation.py                               # grpo, llds, cgrpo, clpo, simulated
+    python bench/rl_ablation.py --rows grpo sec igpo --steps 60
+    python bench/rl_ablation.py --sft data-cite/sft --set eval.sample=100   # any params override for every row
 
-Every row trains from the same sft policy (``data/sft``) with the same budget
-(``--steps`` GRPO steps of the ``rl`` params, ``--set`` overrides on top) and
-one change: the curriculum (``none``, ``difficulty``, ``sec``, ``noise``) or
-the estimator (``stratified``, ``igpo``; ``none`` is plain GRPO without a
-curriculum). Each trained agent then answers ``--per-type`` held-out questions
-of every question type (``data/qa/heldout.jsonl``: the questions the benchmark
-suites sample from) with the ``rollout`` params' decoding, as the sft agent
-does. Printed: a Markdown table of EM per type and overall with 95% bootstrap
-intervals, the paired difference against sft with its p-value, and one JSON
-line per row.
+Run by hand after `make demo` (or `searchlab run sft`) built ``data/``. Every
+row trains from the same sft policy (``--sft``, default ``data/sft``) with the
+``rl`` params, the overrides of :data:`COMMON` (no curriculum; every rollout
+batch used for two optimizer steps, so that LLDS has a displacement to act on),
+``--steps`` optimizer steps and ``--set`` on top, and one change of its own
+(:data:`ROWS`). The trained policies and the sft one are then evaluated by the
+evaluate stage's code on the built benchmark suites (agent system, the
+``rollout`` params, real BM25 retrieval for every row, simulated search
+included), each row paired-tested against ``grpo``.
+
+Written to ``--out`` (default ``<data_dir>/.work/rl-ablation``): one folder
+per row (the policy, ``train_log.jsonl``, ``curves.png``, kept trajectories and,
+for clpo, ``restructured.jsonl``), ``eval/`` (the evaluate stage's report and
+predictions), ``likelihood.png`` (mean log-likelihood of correct and incorrect
+training responses per step, per row: LLDS's curves) and ``ablation.md`` (the
+tables). A row whose policy is already in ``--out`` is not trained again.
+Each row is also an MLflow run in the experiment ``rl-ablation`` of the
+project's store (params, EM with intervals per suite, difference and p-value
+against grpo), so the rows compare side by side in the MLflow UI.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
-import tempfile
 import time
-from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+#: Every row's overrides, before its own.
+COMMON = ["rl.curriculum=[]", "rl.num_iterations=2", "rl.samples=0"]
+
+#: Each row's change against plain GRPO (the row ``grpo``).
 ROWS = {
-    "none": [],
-    "difficulty": ["rl.curriculum=[difficulty]"],
+    "grpo": [],
+    "llds": ["rl.llds.coef=1.0"],
+    "cgrpo": ["rl.reward.rubric_weight=0.3"],  # the paper's weight
+    "clpo": ["rl.curriculum=[clpo]"],
+    "simulated": ["rl.search.backend=simulated"],
     "sec": ["rl.curriculum=[sec]"],
+    "difficulty": ["rl.curriculum=[difficulty]"],
     "noise": ["rl.curriculum=[noise]"],
     "stratified": ["rl.estimator=stratified"],
     "igpo": ["rl.estimator=igpo"],
 }
+DEFAULT_ROWS = ["grpo", "llds", "cgrpo", "clpo", "simulated"]
+REFERENCE = "grpo"
+
+
+def train_row(name: str, overrides: list[str], args, out: Path, retriever) -> dict:
+    """Train row ``name`` (unless its policy is in ``out/name``); its figures, also kept as ``figures.json``."""
+    from searchlab.model import load_model
+    from searchlab.params import load_params
+    from searchlab.rl.train import train_rl
+
+    folder = out / name
+    if (folder / "figures.json").is_file():
+        return json.loads((folder / "figures.json").read_text())
+    p = load_params(ROOT / args.params, [*COMMON, *args.overrides, *overrides, f"rl.steps={args.steps}"])
+    data = ROOT / p.runtime.data_dir
+    model, tokenizer = load_model(str(args.sft), device="cpu")
+    started = time.perf_counter()
+    figures = train_rl(p.rl, p.rollout, model, tokenizer, retriever, data / "qa/train.jsonl",
+                       data / "corpus/corpus.jsonl", folder, out / f"{name}-work")
+    figures["train_seconds_total"] = round(time.perf_counter() - started, 1)
+    figures["overrides"] = [*COMMON, *args.overrides, *overrides]
+    (folder / "figures.json").write_text(json.dumps(figures, indent=1))
+    return figures
+
+
+def chart_likelihood(out: Path, rows: list[str]) -> None:
+    """``likelihood.png``: each row's mean log-likelihood of correct (solid) and incorrect (dashed) responses."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axis = plt.subplots(figsize=(8, 4.5))
+    for i, name in enumerate(rows):
+        history = [json.loads(line) for line in (out / name / "train_log.jsonl").read_text().splitlines()]
+        colour = f"C{i}"
+        for key, style in (("likelihood/correct", "-"), ("likelihood/incorrect", "--")):
+            points = [(row["step"], row[key]) for row in history if key in row]
+            if points:
+                axis.plot(*zip(*points), style, color=colour, label=f"{name} {key.split('/')[1]}")
+    axis.set_xlabel("optimizer step")
+    axis.set_ylabel("mean log-likelihood per model token")
+    axis.legend(fontsize="small", ncol=2)
+    figure.tight_layout()
+    figure.savefig(out / "likelihood.png", dpi=80)
+    plt.close(figure)
+
+
+def tables(results: dict, rows: list[str], figures: dict[str, dict]) -> str:
+    """The Markdown tables: EM [95% interval] per suite and row; difference against grpo (p) per suite and row."""
+    suites = list(results["benchmarks"])
+    em = ["| row | " + " | ".join(suites) + " | rollout s/step |", "|---" * (len(suites) + 2) + "|"]
+    versus = ["| row | " + " | ".join(suites) + " |", "|---" * (len(suites) + 1) + "|"]
+    for name in ["sft", *rows]:
+        cells = []
+        for suite in suites:
+            s = results["benchmarks"][suite]["systems"][f"{name}/agent"]["em"]
+            cells.append(f"{s['mean']:.3f} [{s['low']:.2f}, {s['high']:.2f}]")
+        per_step = figures.get(name, {}).get("rollout_seconds_per_step")
+        em.append(f"| {name} | " + " | ".join(cells) + f" | {per_step if per_step is not None else '—'} |")
+        if name in (REFERENCE, "sft"):
+            continue
+        cells = []
+        for suite in suites:
+            c = results["benchmarks"][suite]["comparisons"][f"{name}/agent vs {REFERENCE}/agent"]
+            cells.append(f"{c['difference']:+.3f} (p {c['p_value']:.3f})")
+        versus.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(["Held-out EM, agent system, 95% bootstrap intervals:", "", *em, "",
+                      f"Difference against {REFERENCE} (paired bootstrap, two-sided p):", "", *versus, ""])
+
+
+def log_to_mlflow(p, results: dict, rows: list[str], figures: dict[str, dict], args) -> None:
+    """One MLflow run per row in experiment ``rl-ablation``: its overrides, EM per suite with intervals, and the
+    difference and p-value against grpo."""
+    import mlflow
+
+    from tasks.tracking import tracking_uri
+
+    mlflow.set_tracking_uri(tracking_uri(p.tracking, ROOT))
+    mlflow.set_experiment("rl-ablation")
+    for name in rows:
+        with mlflow.start_run(run_name=f"{name} · {args.steps} steps"):
+            mlflow.log_params({"row": name, "sft": str(args.sft), "steps": args.steps,
+                               "overrides": " ".join(figures[name].get("overrides", []))[:500]})
+            metrics = {k: v for k, v in figures[name].items() if isinstance(v, (int, float))}
+            for suite, result in results["benchmarks"].items():
+                em = result["systems"][f"{name}/agent"]["em"]
+                metrics.update({f"eval/{suite}/em": em["mean"], f"eval/{suite}/em_low": em["low"],
+                                f"eval/{suite}/em_high": em["high"]})
+                if name != REFERENCE:
+                    c = result["comparisons"][f"{name}/agent vs {REFERENCE}/agent"]
+                    metrics.update({f"vs_{REFERENCE}/{suite}/difference": c["difference"],
+                                    f"vs_{REFERENCE}/{suite}/p_value": c["p_value"]})
+            mlflow.log_metrics(metrics)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--params", default="params/default.yaml")
-    parser.add_argument("--steps", type=int, default=20)
-    parser.add_argument("--per-type", type=int, default=40)
-    parser.add_argument("--rows", nargs="+", default=list(ROWS), choices=list(ROWS))
+    parser.add_argument("--steps", type=int, default=40, help="optimizer steps per row")
+    parser.add_argument("--rows", nargs="+", default=DEFAULT_ROWS, choices=list(ROWS))
+    parser.add_argument("--sft", type=Path, help="the policy every row starts from; default <data_dir>/sft")
+    parser.add_argument("--out", type=Path, help="default <data_dir>/.work/rl-ablation")
     parser.add_argument("--set", dest="overrides", action="append", default=[], help="KEY=VALUE for every row")
-    parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
+    if REFERENCE not in args.rows:
+        args.rows.insert(0, REFERENCE)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
 
-    import torch
-
-    from searchlab.agent.rollout import rollout
-    from searchlab.eval.stats import bootstrap_ci, paired_bootstrap
-    from searchlab.jsonl import read_jsonl
-    from searchlab.model import load_model
+    from searchlab.eval.run import run_evaluation
+    from searchlab.model import load_agent
     from searchlab.params import load_params
     from searchlab.retrieval import open_retriever
-    from searchlab.rl.train import train_rl
-    from searchlab.scoring import exact_match
+    from tasks.evaluate import load_benchmarks, torch_threads
 
-    torch.set_num_threads(args.threads)
-    base = load_params(ROOT / args.params, args.overrides)
-    data = ROOT / base.runtime.data_dir
-    if not (data / "sft/manifest.json").is_file():
-        sys.exit("bench/rl_ablation.py: no data/sft; run `make demo` (or `searchlab run sft`) first")
-    by_type: dict[str, list[dict]] = defaultdict(list)
-    for q in read_jsonl(data / "qa/heldout.jsonl"):
-        by_type[q["type"]].append(q)
-    questions = [q for t in sorted(by_type) for q in by_type[t][:args.per_type]]
-
-    def scores(folder: Path, retriever) -> list[float]:
-        model, tokenizer = load_model(str(folder), device="cpu")
-        episodes = rollout(model, tokenizer, retriever, [q["question"] for q in questions], base.rollout)
-        return [exact_match(e.answer or "", q["answers"]) for e, q in zip(episodes, questions)]
-
-    def cell(values: list[float]) -> str:
-        ci = bootstrap_ci(values, resamples=2000, seed=0)
-        return f"{ci.mean:.3f} [{ci.low:.2f}, {ci.high:.2f}]"
-
-    types = sorted(by_type)
-    header = "| row | " + " | ".join(types) + " | all | all − sft (p) | train s |"
-    lines = [header, "|" + "---|" * (len(types) + 4)]
-    with tempfile.TemporaryDirectory() as tmp, open_retriever(base.retriever, data / "index") as retriever:
-        reference = scores(data / "sft", retriever)
-
-        def row(name: str, values: list[float], seconds: float | None) -> str:
-            cells = [cell([v for v, q in zip(values, questions) if q["type"] == t]) for t in types]
-            versus = "—"
-            if values is not reference:
-                test = paired_bootstrap(values, reference, resamples=2000, seed=0)
-                versus = f"{test.difference:+.3f} (p={test.p_value:.3f})"
-            return f"| {name} | " + " | ".join(cells) + f" | {cell(values)} | {versus} | " + (
-                f"{seconds:.0f} |" if seconds is not None else "— |")
-
-        lines.append(row("sft (start)", reference, None))
-        print(lines[-1], flush=True)
+    p = load_params(ROOT / args.params, args.overrides)
+    data = ROOT / p.runtime.data_dir
+    args.sft = (args.sft or data / "sft").resolve()
+    out = (args.out or data / ".work/rl-ablation").resolve()
+    if not (args.sft / "config.json").is_file():
+        sys.exit(f"bench/rl_ablation.py: {args.sft} holds no policy; run `make demo` (or `searchlab run sft`) first")
+    out.mkdir(parents=True, exist_ok=True)
+    figures: dict[str, dict] = {}
+    with torch_threads(p.rl.threads or p.eval.threads), open_retriever(p.retriever, data / "index") as retriever:
         for name in args.rows:
-            p = load_params(ROOT / args.params, [*args.overrides, *ROWS[name], f"rl.steps={args.steps}",
-                                                 f"rl.save_steps={args.steps}", "rl.samples=0"])
-            model, tokenizer = load_model(str(data / "sft"), device="cpu")
-            out, work = Path(tmp) / name, Path(tmp) / f"{name}-work"
-            started = time.perf_counter()
-            figures = train_rl(p.rl, p.rollout, model, tokenizer, retriever, data / "qa/train.jsonl",
-                               data / "corpus/corpus.jsonl", out, work)
-            seconds = time.perf_counter() - started
-            values = scores(out, retriever)
-            lines.append(row(name, values, seconds))
-            print(lines[-1], flush=True)
-            print(json.dumps({"row": name, "overrides": ROWS[name], "em": sum(values) / len(values),
-                              "final_reward": figures.get("final_reward"), "train_s": round(seconds, 1)}), flush=True)
-    print("\n".join(lines))
+            logging.info("ablation: training row %s (%s)", name, " ".join(ROWS[name]) or "plain GRPO")
+            figures[name] = train_row(name, ROWS[name], args, out, retriever)
+        folders = {"sft": args.sft, **{name: out / name for name in args.rows}}
+        loaders = {name: (lambda folder=folder: load_agent(str(folder), p.model, p.rollout))
+                   for name, folder in folders.items()}
+        benchmarks = load_benchmarks(p.eval, data / "benchmarks", ROOT)
+        results = run_evaluation(loaders, ["agent"], benchmarks, retriever, p.rollout, out / "eval",
+                                 out / "eval/shards", p.eval.resamples, p.eval.seed,
+                                 progress=logging.getLogger("eval").info)
+    chart_likelihood(out, args.rows)
+    report = tables(results, args.rows, figures)
+    (out / "ablation.md").write_text(report)
+    log_to_mlflow(p, results, args.rows, figures, args)
+    print(report)
+    print(f"written: {out}/ablation.md, likelihood.png, eval/report.md; MLflow experiment rl-ablation")
 
 
 if __name__ == "__main__":

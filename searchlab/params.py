@@ -176,6 +176,9 @@ class DemoParams(Section):
     proposer: bool = Field(True, description="also write the search self-play proposer's demonstrations (answer -> "
                                              "searches back along the evidence chain -> the question), so SFT "
                                              "teaches both roles; single, bridge and compose questions")
+    cite: bool = Field(False, description="demonstrations cite the passage stating each hop's fact (<cite> Doc N "
+                                          "</cite> after the block that holds it), so the agent learns to cite "
+                                          "for rl.reward.rubric_weight (C-GRPO)")
 
 
 class QAParams(Section):
@@ -363,7 +366,7 @@ class SFTParams(Section):
 
 
 # ---------------------------------------------------------------- rl
-CurriculumKind = Literal["difficulty", "sec", "noise"]
+CurriculumKind = Literal["difficulty", "sec", "noise", "clpo"]
 
 
 class RewardParams(Section):
@@ -375,6 +378,9 @@ class RewardParams(Section):
     evidence_bonus: float = Field(0.0, ge=0, description="added when the searches retrieved every gold passage; "
                                                          "0: off")
     max_answer_words: int = Field(20, ge=1, description="a longer answer is a reward hack and earns nothing")
+    rubric_weight: float = Field(0.0, ge=0, le=1, description="C-GRPO (CaRR): weight of the citation-aware rubric "
+                                                              "reward (share of evidence hops named and supported "
+                                                              "by a cited passage) mixed with the outcome; 0: off")
 
 
 class DifficultyCurriculumParams(Section):
@@ -398,6 +404,40 @@ class NoiseCurriculumParams(Section):
     start: float = Field(0.0, ge=0, le=1, description="p_s: the share of passages replaced at the first step")
     end: float = Field(0.5, ge=0, le=1, description="p_e: the share at the last step")
     base: float = Field(2.0, gt=1, description="b: the curve's base (larger: noise rises later)")
+
+
+class LLDSParams(Section):
+    """LLDS: likelihood-preserving regularisation against GRPO's lazy-likelihood-displacement collapse."""
+
+    coef: float = Field(0.0, ge=0, description="weight of the penalty on model tokens whose log-probability fell "
+                                               "below their rollout-time value, in trajectories whose likelihood "
+                                               "fell; 0: off (needs rl.num_iterations >= 2 to act)")
+
+
+class SearchBackendParams(Section):
+    """Where the rl stage's training rollouts get their passages: the real retriever or a simulated one."""
+
+    backend: Literal["real", "simulated"] = Field(
+        "real", description="real: the retriever params; simulated: a language model writes the passages (SSRL's "
+                            "self-search, ZeroSearch's simulation LLM); evaluation always searches for real")
+    simulator: str | None = Field(None, description="model folder that writes simulated passages, relative to the "
+                                                    "root; null: the policy being trained (self-search)")
+    passage_tokens: int = Field(48, ge=8, description="most tokens of one simulated passage")
+
+
+class CLPOParams(Section):
+    """``clpo``: CLPO's online curriculum from each question's group success rate, with problem restructuring."""
+
+    mastered_at: float = Field(1.0, gt=0, le=1, description="group success rate at or above which a question is "
+                                                            "mastered")
+    mastered_weight: float = Field(0.0, ge=0, le=1, description="draw weight of a mastered question (0: dropped)")
+    too_hard_at: float = Field(0.0, ge=0, lt=1, description="group success rate at or below which a question is "
+                                                            "too hard")
+    restructure: bool = Field(True, description="add, for a too-hard multi-hop question, an easier one from its "
+                                                "own evidence chain (its first hop dropped, the entity it reached "
+                                                "named); the source stays in the pool")
+    diversify: bool = Field(True, description="add a rephrasing of a question in reach (from the synthesis "
+                                              "templates)")
 
 
 class RLParams(Section):
@@ -437,6 +477,9 @@ class RLParams(Section):
     difficulty: DifficultyCurriculumParams = DifficultyCurriculumParams()
     sec: SECParams = SECParams()
     noise: NoiseCurriculumParams = NoiseCurriculumParams()
+    clpo: CLPOParams = CLPOParams()
+    llds: LLDSParams = LLDSParams()
+    search: SearchBackendParams = SearchBackendParams()
     seed: int = 0
     save_steps: int = Field(10, ge=1, description="checkpoint every this many steps (the unit of resume)")
     logging_steps: int = Field(1, ge=1)
@@ -466,6 +509,12 @@ class RLParams(Section):
             raise ValueError(f"rl.curriculum: each kind once, got {self.curriculum}")
         if not self.questions or len(set(self.questions)) != len(self.questions):
             raise ValueError(f"rl.questions: qa, selfplay or both, each once; got {self.questions}")
+        if self.search.backend == "simulated" and self.search.simulator is None and self.use_vllm:
+            raise ValueError("rl.search.simulator: self-search (null) writes passages with the policy's Hugging Face "
+                             "model, which rl.use_vllm replaces; name a simulator folder or set rl.use_vllm: false")
+        if self.llds.coef > 0 and self.num_iterations < 2:
+            raise ValueError("rl.llds.coef: LLDS compares each token's likelihood with its rollout-time value, which "
+                             "equals the current one when every batch is used once; set rl.num_iterations >= 2")
         return self
 
 

@@ -33,7 +33,26 @@ Who uses what:
   it as a ``"question"`` action; :func:`render_demonstration` writes one with
   ``question=``);
 * analysis and data checks: :func:`parse_trajectory` splits a whole completion
-  into segments and lists its protocol violations.
+  into segments and lists its protocol violations;
+* citation-aware rewards (CaRR/C-GRPO, :mod:`searchlab.rl.rubric`) and citing
+  demonstrations: :func:`citations` / :func:`cited_passages` read the model's
+  citations, :func:`cite_tag` writes one.
+
+Citations. The model may back what it says with ``<cite> Doc 2 </cite>``: one
+or several ``Doc N`` in one tag (``<cite> Doc 2, Doc 3 </cite>``; "doc"/"Doc",
+spaces optional). A citation refers to Doc N of the *most recent information
+block before the tag*; it may stand anywhere in the model's own text (after its
+``<think>``, inside it, before a search or the answer); tags inside information
+blocks are the passages' words, never citations. A citation with no block
+before it, or whose N is past the passages that block shows (the token budget
+may have cut some), is *invalid*: :func:`citations` reports it (``valid`` is
+false) and :func:`cited_passages` ignores it. ``<cite>`` is not a special token
+and not a segment of :func:`parse_trajectory` (it is free text there, so it
+changes no parse, no action and no mask)::
+
+    <think>Fleming discovered penicillin.</think>
+    <cite> Doc 1 </cite>
+    <answer> Alexander Fleming </answer>
 
 >>> parse_action("<think>Japan's capital?</think>\\n<search> capital of Japan </search>")
 Action(kind='search', content='capital of Japan', end=67)
@@ -58,6 +77,7 @@ SEARCH_OPEN, SEARCH_CLOSE = "<search>", "</search>"
 INFORMATION_OPEN, INFORMATION_CLOSE = "<information>", "</information>"
 ANSWER_OPEN, ANSWER_CLOSE = "<answer>", "</answer>"
 QUESTION_OPEN, QUESTION_CLOSE = "<question>", "</question>"  # the self-play proposer's final action
+CITE_OPEN, CITE_CLOSE = "<cite>", "</cite>"  # citations (see the module docstring); not special tokens
 
 #: The ten tag strings, in open/close pairs; a tokenizer adds them as special tokens.
 SPECIAL_TOKENS: tuple[str, ...] = (
@@ -87,6 +107,10 @@ _TAG_RE = re.compile(r"<(/?)(think|search|information|answer|question)>")
 _ANSWER_RE = re.compile(r"<answer>((?:(?!<answer>).)*?)</answer>", re.S)
 _SEARCH_RE = re.compile(r"<search>((?:(?!<search>).)*?)</search>", re.S)
 _QUESTION_RE = re.compile(r"<question>((?:(?!<question>).)*?)</question>", re.S)
+_CITE_RE = re.compile(r"<cite>((?:(?!<cite>).)*?)</cite>", re.S)
+_DOC_REF_RE = re.compile(r"\bdoc\s*(\d+)", re.I)
+# Where a passage starts inside an information block: the head _passage writes, at a line start.
+_PASSAGE_HEAD_RE = re.compile(r"^Doc (\d+)\(Title: ", re.M)
 
 
 # ---------------------------------------------------------------- prompt
@@ -355,18 +379,37 @@ def step(
 
 @dataclass(frozen=True, slots=True)
 class DemoStep:
-    """One search step of a demonstration: the reasoning, the query, and what the query retrieved."""
+    """One search step of a demonstration: the reasoning, the query, and what the query retrieved.
+
+    ``cite``: ids of ``hits`` that the *next* turn cites (after its think), the
+    passages stating what this step found; empty: no citation.
+    """
 
     think: str
     query: str
     hits: Sequence[Hit]
+    cite: Sequence[str] = ()
 
 
 def _check_demo_text(what: str, value: str) -> str:
     value = value.strip()
-    if _TAG_RE.search(value):
+    if _TAG_RE.search(value) or CITE_OPEN in value or CITE_CLOSE in value:
         raise ValueError(f"{what} contains a protocol tag: {value!r}")
     return value
+
+
+def _demo_citation(n: int, demo: DemoStep, block: str) -> str:
+    """The ``<cite>`` line for step ``n``'s ``demo.cite`` ids ("" when none), as Doc numbers of its ``block``."""
+    if not demo.cite:
+        return ""
+    ids = [hit.id for hit in demo.hits]
+    shown = len(_block_passages(block))
+    docs = []
+    for passage in demo.cite:
+        if passage not in ids or ids.index(passage) >= shown:
+            raise ValueError(f"step {n} cites {passage!r}, which its information block does not show")
+        docs.append(ids.index(passage) + 1)
+    return cite_tag(docs) + "\n"
 
 
 def render_demonstration(
@@ -396,15 +439,24 @@ def render_demonstration(
     ``count_tokens``), so demonstrations look exactly like what the environment
     would produce. Texts are stripped; a tag inside them or an empty query or
     answer is a ``ValueError``.
+
+    A step with ``cite`` ids makes the next turn cite them, on a line of its
+    own between that turn's think and its search or answer
+    (``<think>…</think>\\n<cite> Doc 2 </cite>\\n<search> q </search>``; see
+    :func:`cite_tag`); citing a passage the block does not show is a
+    ``ValueError``. Without ``cite`` the text is exactly as without citations.
     """
     parts = []
+    citation = ""  # the previous step's <cite> line, opening the next turn after its think
     for n, demo in enumerate(steps, start=1):
         think = _check_demo_text(f"step {n}'s think", demo.think)
         query = _check_demo_text(f"step {n}'s query", demo.query)
         if not query:
             raise ValueError(f"step {n}'s query is empty")
-        parts.append(f"{THINK_OPEN}{think}{THINK_CLOSE}\n{SEARCH_OPEN} {query} {SEARCH_CLOSE}")
-        parts.append(information_block(demo.hits, max_tokens, count_tokens))
+        parts.append(f"{THINK_OPEN}{think}{THINK_CLOSE}\n{citation}{SEARCH_OPEN} {query} {SEARCH_CLOSE}")
+        block = information_block(demo.hits, max_tokens, count_tokens)
+        parts.append(block)
+        citation = _demo_citation(n, demo, block)
     if (answer is None) == (question is None):
         raise ValueError("a demonstration ends with an answer or a question: give exactly one")
     final_think = _check_demo_text("final think", final_think)
@@ -413,7 +465,7 @@ def render_demonstration(
     final = _check_demo_text(what, answer if question is None else question)
     if not final:
         raise ValueError(f"the {what} is empty")
-    parts.append(f"{THINK_OPEN}{final_think}{THINK_CLOSE}\n{opening} {final} {closing}")
+    parts.append(f"{THINK_OPEN}{final_think}{THINK_CLOSE}\n{citation}{opening} {final} {closing}")
     return "".join(parts)
 
 
@@ -441,6 +493,25 @@ def _widen(text: str, start: int, end: int, prefix: str, suffix: str) -> tuple[i
     return start, end
 
 
+def _information_blocks(text: str, feedback: Sequence[int]) -> list[tuple[int, int]]:
+    """``[start, end)`` of each ``<information>…</information>`` in ``text``, tags included, in order.
+
+    ``feedback`` are the :data:`INVALID_ACTION_MESSAGE` positions: the tags that
+    message names are not blocks. A block never closed runs to the end.
+    """
+    in_feedback = [(s, s + len(INVALID_ACTION_MESSAGE)) for s in feedback]
+    blocks, position = [], 0
+    while (start := text.find(INFORMATION_OPEN, position)) >= 0:
+        if any(s <= start < e for s, e in in_feedback):
+            position = start + len(INFORMATION_OPEN)
+            continue
+        close = text.find(INFORMATION_CLOSE, start + len(INFORMATION_OPEN))
+        end = len(text) if close < 0 else close + len(INFORMATION_CLOSE)
+        blocks.append((start, end))
+        position = end
+    return blocks
+
+
 def environment_spans(text: str) -> list[tuple[int, int]]:
     """Character spans ``[start, end)`` of everything the environment inserted into ``text``, sorted.
 
@@ -459,16 +530,8 @@ def environment_spans(text: str) -> list[tuple[int, int]]:
     for start in feedback:
         end = start + len(INVALID_ACTION_MESSAGE)
         spans.append(_widen(text, start, end, _FEEDBACK_LEAD, _FEEDBACK_TRAIL))
-    in_feedback = [(s, s + len(INVALID_ACTION_MESSAGE)) for s in feedback]
-    position = 0
-    while (start := text.find(INFORMATION_OPEN, position)) >= 0:
-        if any(s <= start < e for s, e in in_feedback):
-            position = start + len(INFORMATION_OPEN)
-            continue
-        close = text.find(INFORMATION_CLOSE, start + len(INFORMATION_OPEN))
-        end = len(text) if close < 0 else close + len(INFORMATION_CLOSE)
+    for start, end in _information_blocks(text, feedback):
         spans.append(_widen(text, start, end, _INFORMATION_LEAD, _INFORMATION_TRAIL))
-        position = end
     spans.sort()
     merged: list[tuple[int, int]] = []
     for start, end in spans:  # blank lines shared by two adjacent insertions belong to both
@@ -477,6 +540,101 @@ def environment_spans(text: str) -> list[tuple[int, int]]:
         else:
             merged.append((start, end))
     return merged
+
+
+# ---------------------------------------------------------------- citations
+
+
+def cite_tag(docs: Sequence[int]) -> str:
+    """The citation of the passages ``docs`` (Doc numbers of the latest information block).
+
+    >>> cite_tag([2, 3])
+    '<cite> Doc 2, Doc 3 </cite>'
+    """
+    if not docs or any(n < 1 for n in docs):
+        raise ValueError(f"a citation names one or more Doc numbers >= 1, got {list(docs)}")
+    return f"{CITE_OPEN} {', '.join(f'Doc {n}' for n in docs)} {CITE_CLOSE}"
+
+
+def _block_passages(block: str) -> list[str]:
+    """The passages an information block shows, in Doc order, each without its ``Doc N(Title: `` head.
+
+    ``block`` is the block's text, its tags included or not. A passage runs to
+    the head of the very next Doc number, so a line in a passage that happens
+    to start like a head of another number stays in the passage.
+    """
+    # the passages start right after the opening tag (not at a line start) and stop at the closing one
+    body = block.split(INFORMATION_OPEN, 1)[-1].split(INFORMATION_CLOSE, 1)[0]
+    heads, expected = [], 1
+    for head in _PASSAGE_HEAD_RE.finditer(body):
+        if int(head.group(1)) == expected:
+            heads.append(head)
+            expected += 1
+    ends = [head.start() for head in heads[1:]] + [len(body)]
+    return [body[head.end():end].strip() for head, end in zip(heads, ends)]
+
+
+@dataclass(frozen=True, slots=True)
+class Citation:
+    """One ``Doc N`` that a ``<cite>`` tag in the model's own text names.
+
+    ``doc`` is N; ``block`` the index (0-based, in completion order) of the most
+    recent information block before the tag, ``None`` when there is none;
+    ``start`` the tag's offset in the completion. ``passage`` is what that
+    block shows as Doc N (``"Title) text"``, the head cut), ``None`` when it
+    shows no Doc N. ``passage_id`` is that passage's id, known only when the
+    retrieved ids were given (see :func:`citations`).
+    """
+
+    doc: int
+    block: int | None
+    start: int
+    passage: str | None
+    passage_id: str | None = None
+
+    @property
+    def valid(self) -> bool:
+        """Whether the citation names a passage the agent was shown."""
+        return self.passage is not None
+
+
+def citations(text: str, retrieved: Sequence[Sequence[str]] | None = None) -> list[Citation]:
+    """Every ``Doc N`` cited in a completion, in order, invalid ones included (``valid`` false).
+
+    See the module docstring for the convention. ``retrieved`` (a Rollout's:
+    ``retrieved[j]`` = the ids of the ``j``-th information block's passages, Doc 1
+    first) fills in ``passage_id`` of the valid citations. That needs one
+    retrieved list per information block: when the counts differ (the model
+    wrote an ``<information>`` block itself, which can hold any text it likes),
+    no citation gets an id, so no forged passage can be resolved.
+    """
+    feedback = _feedback_positions(text)
+    blocks = _information_blocks(text, feedback)
+    masked = environment_spans(text)
+    shown = [_block_passages(text[start:end]) for start, end in blocks]
+    aligned = retrieved is not None and len(retrieved) == len(blocks)
+    found = []
+    for tag in _CITE_RE.finditer(text):
+        if any(s <= tag.start() < e for s, e in masked):
+            continue  # inside a passage or the environment's message: not the model's words
+        before = [j for j, (_, end) in enumerate(blocks) if end <= tag.start()]
+        block = before[-1] if before else None
+        for ref in _DOC_REF_RE.finditer(tag.group(1)):
+            doc = int(ref.group(1))
+            passages = shown[block] if block is not None else []
+            passage = passages[doc - 1] if 1 <= doc <= len(passages) else None
+            ids = retrieved[block] if aligned and passage is not None else ()
+            passage_id = ids[doc - 1] if doc <= len(ids) else None
+            found.append(Citation(doc, block, tag.start(), passage, passage_id))
+    return found
+
+
+def cited_passages(text: str, retrieved: Sequence[Sequence[str]]) -> list[str]:
+    """The ids of the passages a completion cites, in citation order (repeats kept); invalid citations are ignored.
+
+    ``retrieved`` is the Rollout's (one id list per information block); see :func:`citations`.
+    """
+    return [c.passage_id for c in citations(text, retrieved) if c.passage_id is not None]
 
 
 # ---------------------------------------------------------------- whole trajectories

@@ -19,6 +19,15 @@ is built from named parts (``kinds``), any subset of:
   distractor rises from ``noise_start`` to ``noise_end`` along an exponential curve, so the agent first
   learns the protocol on clean results and then learns to cope with bad ones. :class:`NoisyRetriever`
   applies it, with real passages of the corpus as the distractors.
+* ``"clpo"``: CLPO's online curriculum (Zhang et al., "CLPO: Curriculum Learning meets Policy Optimization for
+  LLM Reasoning", arXiv:2509.25004). After every step each question drawn is classified by its group's success
+  rate: mastered (``>= mastered_at``: drawn with weight ``mastered_weight`` from then on, 0 drops it), too hard
+  (``<= too_hard_at``) or in reach (between). A too-hard multi-hop question is restructured once into an easier
+  one from its own evidence chain, an in-reach one diversified once with a rephrasing
+  (:mod:`searchlab.rl.restructure`); a rewrite that passes the qa stage's checks joins the pool (with
+  ``derived_from`` and ``restructure``), and every rewrite tried is logged in :attr:`Curriculum.restructured`
+  (comparisons and oblique questions, which have no chain of hops, are left as they are).
+  Draws are weighted over that pool; it replaces the difficulty and sec parts, so it combines only with noise.
 
 No kinds at all is uniform sampling with replacement. Selection is a function of ``(seed, step, state)``
 only: each step has its own ``random.Random`` seeded from ``"{seed}/{step}"``, so what earlier steps drew does
@@ -33,16 +42,21 @@ not matter, and :meth:`Curriculum.state_dict` is plain JSON, so a killed run res
 
 from __future__ import annotations
 
+import json
 import math
 import random
 from collections.abc import Sequence
 
+from searchlab.params import CLPOParams
 from searchlab.retrieval.base import Hit, Retriever
+from searchlab.rl.restructure import EASIER, NO_CANDIDATE, REPHRASED, Restructured, Restructurer
+from searchlab.scoring import normalize_answer
 from searchlab.synth.generate import BUCKETS
 
 __all__ = ["KINDS", "Curriculum", "NoisyRetriever", "noise_schedule"]
 
-KINDS = ("difficulty", "sec", "noise")  # the composable parts a Curriculum can be built from
+KINDS = ("difficulty", "sec", "noise", "clpo")  # the composable parts a Curriculum can be built from
+MASTERED, IN_REACH, TOO_HARD = "mastered", "in_reach", "too_hard"  # clpo's classes of a question
 
 Arm = tuple[str, str]  # (question type, difficulty bucket): one SEC bandit arm
 
@@ -71,6 +85,35 @@ def _check_probability(name: str, value: float) -> None:
     """Raise ``ValueError`` naming ``name`` unless ``value`` lies in [0, 1]."""
     if not 0.0 <= value <= 1.0:
         raise ValueError(f"{name} must lie in [0, 1], got {value}")
+
+
+def _check_clpo(kinds: Sequence[str], clpo: CLPOParams, restructurer: Restructurer | None) -> None:
+    """Raise ``ValueError`` for a clpo part that cannot work: thresholds that overlap, another selecting part
+    beside it, or rewrites asked for without a restructurer."""
+    if clpo.too_hard_at >= clpo.mastered_at:
+        raise ValueError(f"clpo too_hard_at ({clpo.too_hard_at}) must lie below mastered_at ({clpo.mastered_at})")
+    if "clpo" not in kinds:
+        return
+    clash = sorted({"difficulty", "sec"} & set(kinds))
+    if clash:
+        raise ValueError(f"the clpo curriculum draws from its own pool and cannot be combined with "
+                         f"{', '.join(clash)}; it combines only with noise")
+    if (clpo.restructure or clpo.diversify) and restructurer is None:
+        raise ValueError("clpo restructure or diversify is on, but no restructurer was given to build the rewrites")
+
+
+def _check_clpo_state(questions: list[dict], state: dict) -> None:
+    """Raise ``ValueError`` unless a saved clpo state fits ``questions``: every rewrite derives from a question
+    before it and every verdict is on a question of the pool."""
+    known = {q.get("id") for q in questions}
+    for q in state["added"]:
+        if q.get("derived_from") not in known:
+            raise ValueError(f"state adds {q.get('id')!r}, derived from {q.get('derived_from')!r}, which is not "
+                             "among this curriculum's questions")
+        known.add(q.get("id"))
+    unknown = [qid for qid in state["verdicts"] if qid not in known]
+    if unknown:
+        raise ValueError(f"state has verdicts on {unknown[:3]}, which are not among this curriculum's questions")
 
 
 def _bucket(question: dict) -> str | None:
@@ -105,13 +148,17 @@ class Curriculum:
       question is drawn from an earlier level instead, in [0, 1]);
     * sec: ``sec_alpha`` (TD(0) step size, in (0, 1]), ``sec_temperature`` (Boltzmann temperature, > 0);
     * noise: ``noise_start``, ``noise_end`` (probabilities at the first and last step), ``noise_base`` (> 1;
-      larger keeps the noise low for longer, then rises more steeply).
+      larger keeps the noise low for longer, then rises more steeply);
+    * clpo: ``clpo`` (:class:`searchlab.params.CLPOParams`: the thresholds, the mastered weight, which rewrites
+      are on), ``restructurer`` (the :class:`searchlab.rl.restructure.Restructurer` that builds them; required
+      when clpo rewrites anything).
     """
 
     def __init__(self, questions: list[dict], kinds: Sequence[str], seed: int, total_steps: int, *,
                  advance_at: float = 0.6, window: int = 64, replay: float = 0.2,
                  sec_alpha: float = 0.5, sec_temperature: float = 1.0,
-                 noise_start: float = 0.0, noise_end: float = 0.5, noise_base: float = 2.0):
+                 noise_start: float = 0.0, noise_end: float = 0.5, noise_base: float = 2.0,
+                 clpo: CLPOParams | None = None, restructurer: Restructurer | None = None):
         if not questions:
             raise ValueError("questions is empty: a curriculum needs at least one training question")
         if isinstance(kinds, str):  # "sec" would otherwise read as the kinds "s", "e", "c"
@@ -131,6 +178,8 @@ class Curriculum:
         if not sec_temperature > 0:
             raise ValueError(f"sec_temperature must be > 0, got {sec_temperature}")
         noise_schedule(0, total_steps, noise_start, noise_end, noise_base)  # validates the noise parameters
+        clpo = clpo or CLPOParams()
+        _check_clpo(kinds, clpo, restructurer)
 
         self.questions = list(questions)
         self.kinds = frozenset(kinds)
@@ -138,6 +187,7 @@ class Curriculum:
         self.advance_at, self.window, self.replay = advance_at, window, replay
         self.sec_alpha, self.sec_temperature = sec_alpha, sec_temperature
         self.noise_start, self.noise_end, self.noise_base = noise_start, noise_end, noise_base
+        self.clpo, self.restructurer = clpo, restructurer
 
         if self.kinds & {"difficulty", "sec"}:
             # These parts sort questions by bucket; a question without one would silently never be drawn.
@@ -160,6 +210,16 @@ class Curriculum:
         self.recent: list[float] = []  # the sliding window of current-level successes
         self.q_values: dict[Arm, float] = {arm: 0.0 for arm in self.arms}
         self.shares: dict[str, float] = {b: 0.0 for b in BUCKETS}
+        self._reset_clpo()
+
+    def _reset_clpo(self) -> None:
+        """clpo's state at the start of a run: the pool is the training questions, nothing classified yet."""
+        self.pool: list[dict] = list(self.questions)  # the training questions, then the rewrites in order of adding
+        self.by_id: dict[str, dict] = {q.get("id"): q for q in self.pool}
+        self.texts: set[str] = {normalize_answer(q.get("question")) for q in self.pool}  # refuses duplicate rewrites
+        # per question id: its last group success, its status (MASTERED, ...), the rewrites tried (each once)
+        self.verdicts: dict[str, dict] = {}
+        self.restructured: list[dict] = []  # every rewrite tried, verified or not: restructured.jsonl's rows
 
     # ------------------------------------------------------------------ selection
 
@@ -179,6 +239,8 @@ class Curriculum:
         rng = random.Random(f"{self.seed}/{step}")
         if "sec" in self.kinds:
             chosen = self._select_sec(rng, n)
+        elif "clpo" in self.kinds:
+            chosen = self._select_clpo(rng, n)
         elif "difficulty" in self.kinds:
             chosen = [self._draw_level(rng) for _ in range(n)]
         else:
@@ -207,6 +269,22 @@ class Curriculum:
         drawn = rng.choices(arms, weights=probabilities, k=n)
         return [rng.choice(self.by_arm[arm]) for arm in drawn]
 
+    def _select_clpo(self, rng: random.Random, n: int) -> list[dict]:
+        """``n`` questions of the pool, a mastered one with weight ``mastered_weight`` and any other with 1.
+
+        When every question is mastered and that weight is 0 the draw is uniform: the run goes on rather than
+        failing, on questions the policy has all solved.
+        """
+        weights = [self._weight(q) for q in self.pool]
+        if not any(weights):
+            weights = None
+        return rng.choices(self.pool, weights=weights, k=n)
+
+    def _weight(self, q: dict) -> float:
+        """A pool question's draw weight: ``mastered_weight`` once mastered, else 1."""
+        verdict = self.verdicts.get(q["id"])
+        return self.clpo.mastered_weight if verdict and verdict["status"] == MASTERED else 1.0
+
     # ------------------------------------------------------------------ feedback
 
     def update(self, step: int, questions: list[dict], success: list[float], advantage: list[float]) -> None:
@@ -228,6 +306,8 @@ class Curriculum:
             self._update_level(questions, success)
         if "sec" in self.kinds:
             self._update_sec(questions, advantage)
+        if "clpo" in self.kinds:
+            self._update_clpo(step, questions, success)
 
     def _update_level(self, questions: list[dict], success: list[float]) -> None:
         """Slide the current level's successes into the window; advance when it is full and good enough."""
@@ -254,6 +334,65 @@ class Curriculum:
             r = sum(values) / len(values)
             self.q_values[arm] += self.sec_alpha * (r - self.q_values[arm])
 
+    def _update_clpo(self, step: int, questions: list[dict], success: list[float]) -> None:
+        """Classify each question by its mean group success this step, then rewrite the too-hard and in-reach ones.
+
+        A question drawn twice in a step is judged on the mean of its groups. Questions are handled in the order
+        they were drawn, so the rewrites join the pool in the same order in every process and every rerun.
+        """
+        results: dict[str, list[float]] = {}
+        for q, s in zip(questions, success):
+            if q["id"] not in self.by_id:
+                raise ValueError(f"question {q['id']!r} is not in this curriculum's pool")
+            results.setdefault(q["id"], []).append(float(s))
+        for qid, values in results.items():
+            s = sum(values) / len(values)
+            verdict = self.verdicts.setdefault(qid, {"tried": []})
+            verdict.update(success=s, status=self._classify(s))
+        for qid in results:
+            self._rewrite(step, self.by_id[qid], self.verdicts[qid])
+
+    def _classify(self, success: float) -> str:
+        """mastered, too hard or in reach, by the group success rate."""
+        if success >= self.clpo.mastered_at:
+            return MASTERED
+        return TOO_HARD if success <= self.clpo.too_hard_at else IN_REACH
+
+    def _rewrite(self, step: int, q: dict, verdict: dict) -> None:
+        """Try the rewrite the question's class calls for, once per question: easier for a too-hard multi-hop
+        one, a rephrasing for one in reach (not for a rephrasing: that would only pile up wordings)."""
+        if verdict["status"] == TOO_HARD and self.clpo.restructure and q.get("hops", 1) >= 2:
+            kind = EASIER
+        elif verdict["status"] == IN_REACH and self.clpo.diversify and q.get("restructure") != REPHRASED:
+            kind = REPHRASED
+        else:
+            return
+        if kind in verdict["tried"]:
+            return
+        verdict["tried"].append(kind)
+        seed = f"{self.seed}/{step}/{q['id']}"
+        make = self.restructurer.easier if kind == EASIER else self.restructurer.rephrase
+        self._take(step, q, make(q, seed, self.texts))
+
+    def _take(self, step: int, source: dict, result: Restructured) -> None:
+        """Log a rewrite and, when it verified, add it to the pool; a question that is no candidate (no chain of
+        hops to rewrite) is left out of the log, which would otherwise fill with comparisons."""
+        if result.reason in NO_CANDIDATE:
+            return
+        new = result.question
+        self.restructured.append({"step": step, "source_id": source["id"], "source_question": source["question"],
+                                  "id": new["id"] if new else None, "question": new["question"] if new else None,
+                                  "answers": new["answers"] if new else None, "kind": result.kind,
+                                  "verified": result.verified, "reason": result.reason})
+        if result.verified:
+            self._add(new)
+
+    def _add(self, q: dict) -> None:
+        """Put a verified rewrite into the pool."""
+        self.pool.append(q)
+        self.by_id[q["id"]] = q
+        self.texts.add(normalize_answer(q["question"]))
+
     # ------------------------------------------------------------------ noise, logging, resuming
 
     def noise_probability(self, step: int) -> float:
@@ -270,15 +409,33 @@ class Curriculum:
             out[f"curriculum/share/{b}"] = self.shares[b]
         for arm in self.arms:
             out[f"curriculum/sec/{_arm_name(arm)}"] = self.q_values[arm]
+        if "clpo" in self.kinds:
+            out.update(self._clpo_metrics())
         return out
+
+    def _clpo_metrics(self) -> dict[str, float]:
+        """clpo's counts so far: questions now mastered and too hard, rewrites tried by kind, verified, pool size."""
+        classes = [v["status"] for v in self.verdicts.values()]
+        tried = [r["kind"] for r in self.restructured]
+        return {"curriculum/clpo/mastered": float(classes.count(MASTERED)),
+                "curriculum/clpo/too_hard": float(classes.count(TOO_HARD)),
+                "curriculum/clpo/restructured": float(tried.count(EASIER)),
+                "curriculum/clpo/rephrased": float(tried.count(REPHRASED)),
+                "curriculum/clpo/verified": float(sum(r["verified"] for r in self.restructured)),
+                "curriculum/clpo/pool": float(len(self.pool))}
 
     def state_dict(self) -> dict:
         """Everything that selection depends on beyond (seed, step), as JSON-serialisable values."""
-        return {"level": self.level,
-                "window": list(self.recent),
-                # A list of [type, bucket, Q] rather than a dict: JSON object keys cannot be tuples.
-                "q_values": [[t, b, q] for (t, b), q in self.q_values.items()],
-                "shares": dict(self.shares)}
+        state = {"level": self.level,
+                 "window": list(self.recent),
+                 # A list of [type, bucket, Q] rather than a dict: JSON object keys cannot be tuples.
+                 "q_values": [[t, b, q] for (t, b), q in self.q_values.items()],
+                 "shares": dict(self.shares)}
+        if "clpo" in self.kinds:
+            # a deep copy: later steps must not change a state already handed out
+            state["clpo"] = json.loads(json.dumps({"verdicts": self.verdicts, "added": self.pool[len(self.questions):],
+                                                   "restructured": self.restructured}))
+        return state
 
     def load_state_dict(self, state: dict) -> None:
         """Restore what :meth:`state_dict` saved, checking it fits this curriculum's questions."""
@@ -292,10 +449,25 @@ class Curriculum:
                 raise ValueError(f"state has a value for arm {_arm_name((t, b))!r}, "
                                  "which is not among this curriculum's questions")
             q_values[(t, b)] = float(q)
+        if "clpo" in self.kinds:
+            if "clpo" not in state:
+                raise ValueError("the state was saved without the clpo curriculum, which this one has; it cannot "
+                                 "continue that run")
+            _check_clpo_state(self.questions, state["clpo"])
         self.level = level
         self.recent = [float(s) for s in state["window"]][-self.window:]
         self.q_values = q_values
         self.shares = {b: float(state["shares"].get(b, 0.0)) for b in BUCKETS}
+        if "clpo" in self.kinds:
+            self._load_clpo(json.loads(json.dumps(state["clpo"])))  # a copy: the caller's dict stays its own
+
+    def _load_clpo(self, state: dict) -> None:
+        """Restore clpo's pool (the training questions, then the rewrites saved), verdicts and log."""
+        self._reset_clpo()
+        for q in state["added"]:
+            self._add(q)
+        self.verdicts = state["verdicts"]
+        self.restructured = state["restructured"]
 
 
 class NoisyRetriever:

@@ -56,9 +56,13 @@ from searchlab.rl.advantages import (
 )
 from searchlab.rl.curriculum import Curriculum, NoisyRetriever
 from searchlab.rl.rewards import RewardBreakdown, reward
+from searchlab.rl.simulated import SimulatedRetriever, simulated_counts
 
 
 CURRICULUM_FILE = "curriculum.json"  # the curriculum's state, in every checkpoint folder
+# A fall in log-likelihood (nats) smaller than this is float noise between the rollout-time and training passes
+# over unchanged weights, not a displacement: LLDS leaves it alone.
+LIKELIHOOD_TOLERANCE = 1e-5
 
 
 def trl_batch(episodes: Sequence[Rollout], eos_id: int) -> dict[str, list]:
@@ -100,7 +104,9 @@ class SearchEpisodes:
     """The environment side of RL: draws a step's questions, rolls them out, scores them.
 
     ``questions`` are the qa stage's training questions; ``retriever`` is the
-    real one; ``distractors`` the (id, contents) pool the noise curriculum draws
+    real one, or a :class:`~searchlab.rl.simulated.SimulatedRetriever`
+    (``rl.search.backend: simulated``; with no ``rl.search.simulator`` it is
+    handed the policy before every rollout); ``distractors`` the (id, contents) pool the noise curriculum draws
     replacement passages from. ``trajectory_dir``: where the main process keeps
     the episodes of every ``keep_every``-th step (``step-N.jsonl``, rewritten
     identically when a resumed run repeats a step).
@@ -115,6 +121,7 @@ class SearchEpisodes:
         self.trajectory_dir, self.keep_every = trajectory_dir, keep_every
         self.last: StepBatch | None = None
         self.timings: dict[str, float] = {"rollout": 0.0, "reward": 0.0}
+        self.rollouts = 0  # rollout batches this process rolled out (several optimizer steps may share one)
 
     # -- TRL's rollout_func
     def rollout_func(self, prompts: list, trainer) -> dict[str, list]:
@@ -128,21 +135,31 @@ class SearchEpisodes:
         questions = [q for q in chosen for _ in range(generations)]
         retriever = self.retriever
         noise = self.curriculum.noise_probability(step)
-        if noise > 0:
+        if isinstance(retriever, SimulatedRetriever):  # the noise curriculum sets its share of noisy passages
+            retriever.noise_probability = noise
+            retriever.rng.seed(self.rl.seed * 7919 + step)  # per step, so a resumed run simulates the same
+        elif noise > 0:
             retriever = NoisyRetriever(self.retriever, self.distractors, noise, seed=self.rl.seed * 7919 + step)
         params = training_rollout_params(self.rollout_params, self.rl, step, len(questions), rank)
         started = time.perf_counter()
         episodes = self._rollout(trainer, retriever, [q["question"] for q in questions], params)
         self.timings["rollout"] += time.perf_counter() - started
+        self.rollouts += 1
         self.last = StepBatch(step, questions, episodes)
         for name, value in self.curriculum.metrics(step).items():
             trainer._log_metric(name, value)
-        if noise > 0:
+        if isinstance(retriever, SimulatedRetriever):
+            counts = simulated_counts(r for e in episodes for r in e.retrieved)
+            trainer._log_metric("search/simulated_passages", counts["simulated_passages"])
+            trainer._log_metric("search/noisy_share", counts["noisy_passages"] / max(counts["passages"], 1))
+        elif noise > 0:
             trainer._log_metric("curriculum/noise_replaced", retriever.replaced / max(retriever.total, 1))
         return trl_batch(episodes, self.tokenizer.eos_token_id)
 
     def _rollout(self, trainer, retriever, questions: list[str], params: RolloutParams) -> list[Rollout]:
         with generation_model(trainer) as model:
+            if isinstance(retriever, SimulatedRetriever) and self.rl.search.simulator is None:
+                retriever.use(model)  # self-search: the policy being trained writes its own search results
             return rollout(model, self.tokenizer, retriever, questions, policy_params(trainer, params))
 
     # -- TRL's reward function
@@ -152,7 +169,7 @@ class SearchEpisodes:
         if batch is None or len(batch.episodes) != len(completions):
             raise RuntimeError("reward_func was called without the episodes of this step's rollout_func")
         started = time.perf_counter()
-        batch.rewards = [reward(e, q["answers"], q.get("evidence"), self.rl.reward)
+        batch.rewards = [reward(e, q["answers"], q.get("evidence"), self.rl.reward, chain=q.get("constraints"))
                          for e, q in zip(batch.episodes, batch.questions)]
         self.timings["reward"] += time.perf_counter() - started
         log_metric = kwargs["log_metric"]
@@ -170,7 +187,8 @@ class SearchEpisodes:
         records = []
         for e, q, r in zip(batch.episodes, batch.questions, batch.rewards):
             records.append({"step": batch.step, **trajectory_record(e, q), "reward": r.total, "outcome": r.outcome,
-                            "format": r.format, "hack": r.hack, "bucket": q.get("features", {}).get("bucket")})
+                            "format": r.format, "rubric": r.rubric, "hack": r.hack,
+                            "bucket": q.get("features", {}).get("bucket")})
         self.trajectory_dir.mkdir(parents=True, exist_ok=True)
         write_jsonl(self.trajectory_dir / f"step-{batch.step:06d}.jsonl", records)
 
@@ -187,6 +205,7 @@ def episode_metrics(batch: StepBatch) -> dict[str, float]:
         "episode/outcome": mean(r.outcome for r in rewards),
         "episode/format_ok": mean(r.format == 0 for r in rewards),
         "episode/evidence": mean(r.evidence > 0 for r in rewards),
+        "episode/rubric": mean(r.rubric for r in rewards),
         "episode/hack": mean(r.hack is not None for r in rewards),
         "episode/answered": mean(e.answer is not None for e in episodes),
         "episode/searches": mean(len(e.searches) for e in episodes),
@@ -258,7 +277,35 @@ def _trainer_class():
                 output["advantages"] = flat[:, None] + self._information_gain_advantages(batch, output).to(flat.device)
             if self.episodes.curriculum is not None:
                 self._update_curriculum(batch, flat)
+            if all(isinstance(r, RewardBreakdown) for r in batch.rewards):  # not self-play's role rewards
+                # each row's outcome travels with it through TRL's shuffle and micro-batch split, for the loss
+                output["episode_correct"] = torch.tensor([r.outcome > 0 for r in batch.rewards], device=flat.device)
             return output
+
+        def _get_per_token_logps_and_entropies(self, model, *args, **kwargs):
+            result = super()._get_per_token_logps_and_entropies(model, *args, **kwargs)
+            if torch.is_grad_enabled():  # the policy's pass inside _compute_loss (the others run without grad)
+                self._policy_logps = result[0]
+            return result
+
+        def _compute_loss(self, model, inputs):
+            loss = super()._compute_loss(model, inputs)
+            mask = inputs["completion_mask"] * inputs.get("tool_mask", 1)  # the model's own tokens
+            logps, old = self._policy_logps, inputs.get("old_per_token_logps")
+            likelihood = {}
+            if "episode_correct" in inputs:
+                likelihood = likelihood_metrics(logps.detach(), mask, inputs["episode_correct"])
+            if self.rl.llds.coef > 0 and old is not None:
+                advantages = inputs["advantages"]
+                if advantages.dim() == 2:  # IGPO's per-token advantages: the trajectory's mean over its own tokens
+                    advantages = (advantages * mask).sum(-1) / mask.sum(-1).clamp(min=1)
+                penalty, touched = llds_penalty(logps, old, mask, preserve=advantages >= 0)
+                likelihood.update(touched)
+                likelihood["llds/penalty"] = penalty.item()
+                loss = loss + self.rl.llds.coef * penalty / self.current_gradient_accumulation_steps
+            for name, value in likelihood.items():
+                self._metrics["train"][name].append(value)
+            return loss
 
         def _information_gain_advantages(self, batch: StepBatch, output: dict) -> torch.Tensor:
             """IGPO's per-token additions: each searching turn gets the information gain of the block it brought."""
@@ -301,6 +348,46 @@ def _trainer_class():
             return super()._save_checkpoint(model, trial)
 
     return SearchGRPOTrainer
+
+
+def llds_penalty(logps: torch.Tensor, old_logps: torch.Tensor, mask: torch.Tensor,
+                 preserve: torch.Tensor | None = None) -> tuple[torch.Tensor, dict]:
+    """LLDS's likelihood-preserving penalty of a micro-batch, and the shares of trajectories and tokens it touched.
+
+    A trajectory is penalised only when its likelihood under the current policy
+    (``logps``, per token) fell below its likelihood at rollout time
+    (``old_logps``), and then only on the tokens whose log-probability fell, by
+    how much it fell; ``mask`` is 1 on the model's own tokens, so passages the
+    environment inserted are never regularised. ``preserve`` (bool per
+    trajectory; None: all) is the paper's preserving set: the trainer passes the
+    trajectories of non-negative advantage, since pulling up a trajectory GRPO
+    means to push down would fight the policy gradient. Per trajectory the drops
+    are averaged over its model tokens; the penalty is the mean over the batch
+    (the GRPO loss's own aggregation).
+    """
+    mask = mask.to(logps.dtype)
+    fell = (old_logps - logps) * mask
+    gate = fell.sum(-1) > LIKELIHOOD_TOLERANCE  # the trajectory's likelihood fell
+    if preserve is not None:
+        gate = gate & preserve
+    gate = gate.to(logps.dtype)
+    token_drops = torch.where(fell > LIKELIHOOD_TOLERANCE, fell, torch.zeros_like(fell))
+    per_trajectory = token_drops.sum(-1) / mask.sum(-1).clamp(min=1.0)
+    penalty = (per_trajectory * gate).mean()
+    touched_tokens = ((token_drops > 0).to(logps.dtype) * gate[:, None]).sum() / mask.sum().clamp(min=1.0)
+    return penalty, {"llds/trajectories": gate.mean().item(), "llds/tokens": touched_tokens.item()}
+
+
+def likelihood_metrics(logps: torch.Tensor, mask: torch.Tensor, correct: torch.Tensor) -> dict[str, float]:
+    """Mean per-token log-likelihood of the micro-batch's correct and incorrect responses (model tokens only):
+    the two curves whose joint decline is LLDS's "lazy likelihood displacement"."""
+    mask = mask.to(logps.dtype)
+    per_trajectory = (logps * mask).sum(-1) / mask.sum(-1).clamp(min=1.0)
+    metrics = {}
+    for name, rows in (("likelihood/correct", correct), ("likelihood/incorrect", ~correct)):
+        if rows.any():
+            metrics[name] = per_trajectory[rows].mean().item()
+    return metrics
 
 
 def load_curriculum_state(curriculum: Curriculum, checkpoint: str | None) -> None:

@@ -1,6 +1,7 @@
 """The reward of one search-agent episode, split into parts so training can log each.
 
-``total = outcome + format + evidence``, where
+``total = outcome + format + evidence``, or with the citation-aware rubric on
+(below) ``total = (1 - a) * outcome + a * outcome * rubric + format + evidence``, where
 
 * ``outcome`` is the exact match or F1 (:mod:`searchlab.scoring`, the same
   definitions evaluation uses) of the *parsed* final answer against the golds;
@@ -9,7 +10,23 @@
   ``max_turns``), else 0; it is charged once, however many problems there are;
 * ``evidence`` is ``evidence_bonus`` when the episode's searches retrieved every
   gold passage (:func:`searchlab.agent.samples.found_evidence`, evaluation's
-  notion), else 0; a bonus of 0 turns it off.
+  notion), else 0; a bonus of 0 turns it off;
+* ``rubric`` is the share of the question's evidence-chain rubrics the episode
+  satisfied: each hidden entity named in its own text and backed by a
+  ``<cite>`` of the passage stating it (:mod:`searchlab.rl.rubric`, CaRR).
+
+The rubric is on when ``a = rubric_weight > 0`` and the question's ``chain``
+(its constraints) gives rubrics; otherwise ``rubric`` is 0 and the total is
+the plain sum, exactly as without it. The mix is C-GRPO's ("Chaining the
+Evidence", Zhang et al. 2026): the rubric reward is added, with weight ``a``,
+only to episodes whose answer is right, so it ranks right answers by how well
+their evidence chain is shown and cited, and never makes a wrong answer pay
+(a well-cited wrong answer must not beat a right one). With the paper's binary
+outcome that is ``(1 - a) + a * rubric`` for a right answer and 0 for a wrong
+one; scaling the rubric by ``outcome`` is the same for exact match and keeps an
+F1 outcome's partial credit partial. The paper's released configuration uses
+``a = 0.3``. (Its option of dividing the rubric by the group's best, which
+needs the whole group, is left out: GRPO normalises advantages per group anyway.)
 
 Known reward hacks earn nothing: an answer listing several candidates ("Paris or
 London", "A, B, C") or longer than ``max_answer_words`` words gets no outcome and
@@ -18,8 +35,8 @@ extracted is ever scored, never the completion text, so the passages in
 ``<information>`` blocks (which usually contain the gold) cannot earn reward.
 
 >>> r = reward("<think>t</think>\\n<answer> Paris </answer>", ["Paris"], params=RewardParams())
->>> (r.total, r.outcome, r.format, r.evidence, r.hack)
-(1.0, 1.0, 0.0, 0.0, None)
+>>> (r.total, r.outcome, r.format, r.evidence, r.rubric, r.hack)
+(1.0, 1.0, 0.0, 0.0, 0.0, None)
 >>> reward("<answer> Paris or London </answer>", ["Paris"], params=RewardParams()).hack
 'several candidate answers (or)'
 """
@@ -27,25 +44,30 @@ extracted is ever scored, never the completion text, so the passages in
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from searchlab.agent.protocol import parse_trajectory
 from searchlab.agent.rollout import Rollout
 from searchlab.agent.samples import found_evidence
 from searchlab.params import RewardParams
+from searchlab.rl.rubric import rubric_score
 from searchlab.scoring import exact_match, f1
 
-__all__ = ["RewardBreakdown", "RewardParams", "candidate_separators", "reward"]
+__all__ = ["RewardBreakdown", "RewardParams", "c_grpo_outcome", "candidate_separators", "reward"]
 
 
 @dataclass(frozen=True)
 class RewardBreakdown:
-    """One episode's reward and its parts: ``total == outcome + format + evidence``.
+    """One episode's reward and its parts: ``total == outcome + format + evidence``, or with the rubric on
+    (see the module docstring) ``total == c_grpo_outcome(outcome, rubric, rubric_weight) + format + evidence``.
 
-    ``hack`` names the hack the answer was caught at (then ``outcome`` and
-    ``evidence`` are 0), or is ``None``. ``format_problems`` lists why ``format``
-    is negative (empty when it is 0).
+    ``outcome`` is the answer's own score, unweighted, so it stays the episode's
+    accuracy. ``rubric`` is the share of rubrics satisfied, 0 when the rubric is
+    off. ``hack`` names the hack the answer was caught at (then ``outcome``,
+    ``evidence`` and ``rubric`` are 0), or is ``None``. ``format_problems``
+    lists why ``format`` is negative (empty when it is 0).
     """
 
     total: float
@@ -54,6 +76,7 @@ class RewardBreakdown:
     evidence: float
     hack: str | None = None
     format_problems: tuple[str, ...] = ()
+    rubric: float = 0.0
 
 
 # Ways an answer lists several candidates. A comma between digits ("1,000") is a
@@ -107,6 +130,8 @@ def reward(
     answers: str | Sequence[str],
     evidence_ids: Sequence[str] | None = None,
     params: RewardParams | None = None,
+    *,
+    chain: Sequence[Mapping[str, Any]] | None = None,
 ) -> RewardBreakdown:
     """The reward of one episode against its gold ``answers``, with its parts.
 
@@ -118,13 +143,18 @@ def reward(
     cannot tell a cut-off from a missing answer, both are penalised the same).
     A string carries no retrieved ids, so an evidence bonus with a string is a
     ``ValueError`` rather than a silent 0. ``evidence_ids``: the gold passage
-    ids; ``None`` or empty means no bonus is possible.
+    ids; ``None`` or empty means no bonus is possible. ``chain``: the question's
+    ``constraints`` (dicts as in ``train.jsonl``), read only when
+    ``params.rubric_weight > 0``; ``None`` or empty means no rubric. A rubric
+    needs the retrieved ids as much as the bonus does: with a string it is a
+    ``ValueError`` too.
     """
     params = params or RewardParams()
     golds = [answers] if isinstance(answers, str) else list(answers)
     if not golds:
         raise ValueError("answers is empty: at least one gold answer is needed")
     wants_evidence = params.evidence_bonus > 0 and bool(evidence_ids)
+    wants_rubric = params.rubric_weight > 0 and bool(chain)
 
     problems: list[str] = []
     if isinstance(episode, Rollout):
@@ -135,6 +165,8 @@ def reward(
     elif isinstance(episode, str):
         if wants_evidence:
             raise ValueError("an evidence bonus needs the retrieved passage ids: pass the Rollout, not its text")
+        if wants_rubric:
+            raise ValueError("a rubric reward needs the retrieved passage ids: pass the Rollout, not its text")
         trajectory = parse_trajectory(episode)
         answer = trajectory.answer
         invalid = sum(s.kind == "feedback" for s in trajectory.segments)
@@ -157,4 +189,19 @@ def reward(
     evidence = 0.0
     if wants_evidence and isinstance(episode, Rollout) and found_evidence(episode, evidence_ids):
         evidence = params.evidence_bonus
-    return RewardBreakdown(outcome + format_part + evidence, outcome, format_part, evidence, None, tuple(problems))
+    rubric = rubric_score(episode, chain, golds) if wants_rubric else None
+    if rubric is None:  # off, or a chain without rubrics: the plain sum, exactly as without the rubric
+        return RewardBreakdown(outcome + format_part + evidence, outcome, format_part, evidence, None,
+                               tuple(problems))
+    mixed = c_grpo_outcome(outcome, rubric, params.rubric_weight)
+    return RewardBreakdown(mixed + format_part + evidence, outcome, format_part, evidence, None, tuple(problems),
+                           rubric)
+
+
+def c_grpo_outcome(outcome: float, rubric: float, weight: float) -> float:
+    """C-GRPO's mix of an outcome score and a rubric share: the rubric counts only as far as the answer is right.
+
+    >>> c_grpo_outcome(1.0, 0.5, 0.5), c_grpo_outcome(0.0, 1.0, 0.5)
+    (0.75, 0.0)
+    """
+    return (1 - weight) * outcome + weight * outcome * rubric

@@ -16,6 +16,7 @@ from pathlib import Path
 from searchlab.jsonl import iter_jsonl, read_jsonl, write_jsonl
 from searchlab.params import ModelParams, RLParams, RolloutParams
 from searchlab.rl.curriculum import Curriculum
+from searchlab.rl.restructure import clpo_restructurer
 from searchlab.train.common import (
     ProgressLog,
     peft_config,
@@ -97,19 +98,34 @@ def build_trainer(rl: RLParams, rollout: RolloutParams, model, tokenizer, retrie
     from searchlab.rl.grpo import SearchEpisodes, load_curriculum_state
 
     checkpoint_dir = work_dir / "checkpoints"
+    # clpo rewrites questions over the corpus's KB: refused before any work when the corpus has none
+    restructurer = clpo_restructurer(rl.curriculum, rl.clpo, corpus_jsonl.parent)
     questions = training_questions(questions_jsonl, rl.buckets)
     d, s, n = rl.difficulty, rl.sec, rl.noise
     curriculum = Curriculum(questions, rl.curriculum, rl.seed, rl.steps, advance_at=d.advance_at, window=d.window,
                             replay=d.replay, sec_alpha=s.alpha, sec_temperature=s.temperature, noise_start=n.start,
-                            noise_end=n.end, noise_base=n.base)
+                            noise_end=n.end, noise_base=n.base, clpo=rl.clpo, restructurer=restructurer)
     resume = resume_point(checkpoint_dir)
     load_curriculum_state(curriculum, resume)
+    if rl.search.backend == "simulated":
+        retriever = simulated_search(rl, model, tokenizer)
     distractors = []
-    if "noise" in rl.curriculum:
+    if "noise" in rl.curriculum and rl.search.backend == "real":
         distractors = [(r["id"], r["contents"]) for _, r in iter_jsonl(corpus_jsonl)]
     episodes = SearchEpisodes(tokenizer, retriever, curriculum, rollout, rl, distractors, work_dir / "trajectories",
                               keep_every=max(1, rl.steps // 10))
     return make_search_trainer(rl, model, tokenizer, episodes, checkpoint_dir, callbacks), resume
+
+
+def simulated_search(rl: RLParams, policy, tokenizer):
+    """The search engine of ``rl.search.backend: simulated``: the model folder ``rl.search.simulator`` (an absolute
+    path here; ZeroSearch's simulation LLM), or, when it is null, the policy itself (SSRL's self-search)."""
+    from searchlab.rl.simulated import SimulatedRetriever
+
+    settings = {"passage_tokens": rl.search.passage_tokens, "seed": rl.seed}
+    if rl.search.simulator is None:
+        return SimulatedRetriever(policy, tokenizer, **settings)
+    return SimulatedRetriever.from_folder(rl.search.simulator, **settings)
 
 
 def make_search_trainer(rl: RLParams, model, tokenizer, episodes, checkpoint_dir: Path, callbacks: list | None = None,
@@ -165,6 +181,7 @@ def train_rl(rl: RLParams, rollout: RolloutParams, model, tokenizer, retriever, 
     write_jsonl(out_dir / "curriculum.jsonl",
                 [{"step": row["step"], **{k: v for k, v in row.items() if k.startswith("curriculum/")}}
                  for row in history if any(k.startswith("curriculum/") for k in row)])
+    write_jsonl(out_dir / "restructured.jsonl", episodes.curriculum.restructured)  # clpo's rewrites; else empty
     kept = sorted((work_dir / "trajectories").glob("step-*.jsonl"))
     write_jsonl(out_dir / "trajectories.jsonl", [r for path in kept for r in read_jsonl(path)])
     chart_curves(history, out_dir / "curves.png")
@@ -172,6 +189,7 @@ def train_rl(rl: RLParams, rollout: RolloutParams, model, tokenizer, retriever, 
     figures = {**trained[0],
                "rollout_seconds": round(episodes.timings["rollout"], 2),
                "reward_seconds": round(episodes.timings["reward"], 2),
+               "rollout_seconds_per_step": round(episodes.timings["rollout"] / max(episodes.rollouts, 1), 2),
                "questions": len(episodes.curriculum.questions),
                "parameters": sum(t.numel() for t in model.parameters()), "trainable_parameters": trainable}
     if rows:
@@ -182,7 +200,8 @@ def train_rl(rl: RLParams, rollout: RolloutParams, model, tokenizer, retriever, 
 
 
 def chart_curves(history: list[dict], path: Path) -> None:
-    """A PNG of reward and EM by step above the curriculum (level, noise, bucket shares) by step."""
+    """A PNG of reward and EM by step, the mean log-likelihood of correct and incorrect responses when logged,
+    and the curriculum (level, noise, bucket shares) by step."""
     import matplotlib
 
     matplotlib.use("Agg")  # no display: write the file only
@@ -192,7 +211,15 @@ def chart_curves(history: list[dict], path: Path) -> None:
     if not rows:
         return
     steps = [row["step"] for row in rows]
-    figure, (top, bottom) = plt.subplots(2, 1, figsize=(8, 6), sharex=True)
+    likelihood = [key for key in ("likelihood/correct", "likelihood/incorrect") if any(key in row for row in rows)]
+    figure, axes = plt.subplots(2 + bool(likelihood), 1, figsize=(8, 6 + 2.5 * bool(likelihood)), sharex=True)
+    top, bottom = axes[0], axes[-1]
+    if likelihood:  # LLDS's curves: their joint decline is the lazy likelihood displacement
+        for key in likelihood:
+            points = [(row["step"], row[key]) for row in rows if key in row]
+            axes[1].plot(*zip(*points), label=key.replace("/", ": "))
+        axes[1].set_ylabel("log-likelihood / token")
+        axes[1].legend(loc="best")
     for key, label in (("reward", "reward (mean)"), ("episode/outcome", "outcome (EM or F1)"),
                        ("episode/format_ok", "format ok")):
         if key in rows[0]:
@@ -200,8 +227,8 @@ def chart_curves(history: list[dict], path: Path) -> None:
     top.set_ylabel("per episode")
     top.legend(loc="best")
     for key in sorted({k for row in rows for k in row if k.startswith("curriculum/")}):
-        if key.startswith("curriculum/sec/"):
-            continue  # the bandit's values live in curriculum.jsonl: too many lines for one chart
+        if key.startswith(("curriculum/sec/", "curriculum/clpo/")):
+            continue  # the bandit's values and clpo's counts live in curriculum.jsonl: other scales, many lines
         bottom.plot(steps, [row.get(key) for row in rows], label=key.removeprefix("curriculum/"))
     bottom.set_xlabel("step")
     bottom.set_ylabel("curriculum")

@@ -8,7 +8,10 @@ another phrasing, and a question whose plan cannot be completed gets no
 demonstration (the caller drops it). The trajectory is rendered and checked by
 the agent protocol (:mod:`searchlab.agent.protocol`), the same code SFT, RL and
 evaluation use, and no query may contain the answer (except in a comparison,
-whose answer is one of the two names it asks about).
+whose answer is one of the two names it asks about). With ``cite``, the turn
+after each search cites the passage stating the fact that search was for
+(``<cite> Doc N </cite>`` after its think), so SFT teaches the citations the
+citation-aware rubric reward (:mod:`searchlab.rl.rubric`) looks for.
 
 :meth:`DemoWriter.write_proposals` writes the search self-play *proposer's*
 demonstrations for the same questions: given only the answer, it walks the
@@ -70,9 +73,11 @@ PROPOSAL_TYPES = ("single", "bridge", "compose")
 class DemoWriter:
     """Writes demonstrations for batches of questions with one retriever."""
 
-    def __init__(self, kb: KB, retriever: Retriever, topk: int, max_rephrasings: int, rng: random.Random):
+    def __init__(self, kb: KB, retriever: Retriever, topk: int, max_rephrasings: int, rng: random.Random,
+                 cite: bool = False):
         self.kb, self.retriever, self.topk = kb, retriever, topk
         self.max_rephrasings, self.rng = max_rephrasings, rng
+        self.cite = cite  # solver demonstrations cite each needed passage (proposer ones never do)
         self.reasons: Counter[str] = Counter()  # why questions got no demonstration
 
     def write(self, questions: list[Question]) -> list[str | None]:
@@ -125,7 +130,8 @@ class DemoWriter:
         steps, previous = [], ""
         for need, step in plan.steps:
             think = need.first if need.first and not previous else need.before
-            steps.append(DemoStep(think=previous + think, query=step.query, hits=step.hits))
+            cite = (need.passage,) if self.cite and not plan.proposal else ()
+            steps.append(DemoStep(think=previous + think, query=step.query, hits=step.hits, cite=cite))
             previous = need.after + " "
         final = previous + plan.final
         q = plan.question

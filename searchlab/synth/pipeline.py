@@ -138,7 +138,7 @@ def _run_shard(params: QAParams, kb: KB, search, roster: Roster, nli, index: int
 
     # demonstrations for the questions that train (held-out ones are only ever evaluated)
     training = [q for q in kept if not is_heldout(params, q)]
-    writer = DemoWriter(kb, search, params.demos.topk, params.demos.max_rephrasings, rng)
+    writer = DemoWriter(kb, search, params.demos.topk, params.demos.max_rephrasings, rng, cite=params.demos.cite)
     demos = dict(zip((q.id for q in training), writer.write(training)))
     rejected.update(writer.reasons)
     proposals = {}

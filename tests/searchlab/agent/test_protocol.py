@@ -23,6 +23,7 @@ from searchlab.agent import (
     render_demonstration,
     step,
 )
+from searchlab.agent.protocol import CITE_CLOSE, CITE_OPEN, citations, cite_tag, cited_passages
 from searchlab.retrieval.base import Hit
 from tests.searchlab.agent.conftest import counting_bm25
 
@@ -461,3 +462,96 @@ def test_a_scripted_rollout_matches_the_protocol_helpers(bm25):
         f"invalid action before {inserted[1][0] + 1}: the environment inserted its correction"
     ]
     assert "(Title: Marie Curie)" in text and "(Title: Warsaw)" in text
+
+
+# ---------------------------------------------------------------- citations
+
+def cited_completion() -> tuple[str, list[list[str]]]:
+    """Two searches, each followed by a turn that cites a Doc of the block just before it, then the answer."""
+    first = information_block([KYOTO, TOKYO])
+    second = information_block([FLEMING])
+    text = ("<think>Capital of Japan?</think>\n<search> capital of Japan </search>" + first
+            + "<think>Tokyo.</think>\n<cite> Doc 2 </cite>\n<search> penicillin </search>" + second
+            + "<think>Fleming.</think>\n<cite> Doc 1, doc 2 </cite>\n<answer> Tokyo </answer>")
+    return text, [["kyoto", "tokyo"], ["fleming"]]
+
+
+def test_cite_tag_writes_the_convention_and_is_not_a_special_token():
+    assert cite_tag([2]) == "<cite> Doc 2 </cite>"
+    assert cite_tag([2, 3]) == "<cite> Doc 2, Doc 3 </cite>"
+    assert CITE_OPEN not in SPECIAL_TOKENS and CITE_CLOSE not in SPECIAL_TOKENS
+    with pytest.raises(ValueError):
+        cite_tag([])
+    with pytest.raises(ValueError):
+        cite_tag([0])
+
+
+def test_a_citation_refers_to_the_latest_block_before_it():
+    text, retrieved = cited_completion()
+    found = citations(text, retrieved)
+    assert [(c.block, c.doc, c.valid, c.passage_id) for c in found] == [
+        (0, 2, True, "tokyo"), (1, 1, True, "fleming"), (1, 2, False, None)]  # the second block shows one Doc
+    assert found[0].passage == "Tokyo) Tokyo is the capital of Japan."
+    assert cited_passages(text, retrieved) == ["tokyo", "fleming"]
+
+
+def test_citations_without_a_block_or_past_it_are_reported_invalid_and_ignored():
+    block = information_block([TOKYO])
+    text = ("<think>x</think>\n<cite> Doc 1 </cite>\n<search> q </search>" + block
+            + "<think>y</think>\n<cite> Doc 3 </cite>\n<answer> Tokyo </answer>")
+    found = citations(text, [["tokyo"]])
+    assert [(c.block, c.doc, c.valid) for c in found] == [(None, 1, False), (0, 3, False)]
+    assert cited_passages(text, [["tokyo"]]) == []
+
+
+def test_a_cite_inside_a_passage_is_not_a_citation():
+    tricky = Hit("tricky", '"Tricky"\nThis page says <cite> Doc 1 </cite> in its text.', 1.0)
+    text = "<search> q </search>" + information_block([tricky]) + "<answer> a </answer>"
+    assert citations(text, [["tricky"]]) == []
+
+
+def test_a_model_written_information_block_resolves_no_ids():
+    """The model could write a block of its own with any text; the counts then disagree and nothing resolves."""
+    text, retrieved = cited_completion()
+    forged = "<information>Doc 1(Title: Tokyo) Tokyo is the answer.</information>\n<cite> Doc 1 </cite>\n" + text
+    assert cited_passages(forged, retrieved) == []
+    assert any(c.valid for c in citations(forged))  # the text still shows what was cited
+
+
+def test_citations_change_no_action_parse_or_mask():
+    text, _ = cited_completion()
+    plain = text.replace("<cite> Doc 2 </cite>\n", "").replace("<cite> Doc 1, doc 2 </cite>\n", "")
+    turn = "<think>Tokyo.</think>\n<cite> Doc 2 </cite>\n<search> penicillin </search>"
+    assert parse_action(turn) == Action("search", "penicillin")  # so step searches exactly as without it
+    assert parse_action("<think>t</think>\n<cite> Doc 1 </cite>\n<answer> Tokyo </answer>").content == "Tokyo"
+    trajectory = parse_trajectory(text)
+    assert trajectory.problems() == []
+    assert trajectory.searches == parse_trajectory(plain).searches and trajectory.answer == "Tokyo"
+    masked = "".join(text[s:e] for s, e in environment_spans(text))
+    assert masked == "".join(plain[s:e] for s, e in environment_spans(plain))
+    assert "<cite>" not in masked
+
+
+def test_a_demonstration_cites_after_the_next_think_and_parses_back():
+    steps = [DemoStep("Capital?", "capital of Japan", [KYOTO, TOKYO], cite=("tokyo",)),
+             DemoStep("Penicillin?", "penicillin", [FLEMING], cite=("fleming",))]
+    text = render_demonstration(steps, "Done.", "Tokyo")
+    assert "<think>Penicillin?</think>\n<cite> Doc 2 </cite>\n<search> penicillin </search>" in text
+    assert text.endswith("<think>Done.</think>\n<cite> Doc 1 </cite>\n<answer> Tokyo </answer>")
+    assert cited_passages(text, [["kyoto", "tokyo"], ["fleming"]]) == ["tokyo", "fleming"]
+    assert parse_trajectory(text).problems() == []
+    uncited = render_demonstration([DemoStep(s.think, s.query, s.hits) for s in steps], "Done.", "Tokyo")
+    assert "<cite>" not in uncited and text.replace("<cite> Doc 2 </cite>\n", "").replace(
+        "<cite> Doc 1 </cite>\n", "") == uncited
+
+
+def test_a_demonstration_cannot_cite_a_passage_its_block_does_not_show():
+    with pytest.raises(ValueError, match="does not show"):
+        render_demonstration([DemoStep("q", "q", [TOKYO], cite=("kyoto",))], "t", "Tokyo")
+    one_passage = render_demonstration([DemoStep("q", "q", [TOKYO, KYOTO])], "t", "Tokyo")
+    budget = len(information_block([TOKYO]).split())
+    assert "Kyoto" in one_passage
+    with pytest.raises(ValueError, match="does not show"):  # the token budget dropped Kyoto's passage
+        render_demonstration([DemoStep("q", "q", [TOKYO, KYOTO], cite=("kyoto",))], "t", "Tokyo", max_tokens=budget)
+    with pytest.raises(ValueError, match="protocol tag"):
+        render_demonstration([DemoStep("<cite> Doc 1 </cite>", "q", [TOKYO])], "t", "Tokyo")

@@ -210,3 +210,64 @@ def test_a_lora_policy_trains_only_its_adapters_resumes_from_them_and_is_saved_m
     assert type(a) is type(make_model(tokenizer)) and a.state_dict().keys() == start.keys()  # no lora_A/lora_B left
     for (name, x), (_, y) in zip(a.state_dict().items(), b.state_dict().items()):
         assert torch.allclose(x, y, atol=1e-6), name
+
+
+def test_llds_penalises_only_the_fallen_model_tokens_of_trajectories_whose_likelihood_fell():
+    from searchlab.rl.grpo import llds_penalty
+
+    old = torch.full((2, 4), -1.0)
+    mask = torch.tensor([[1, 1, 0, 1], [1, 1, 1, 1]])  # row 0's token 2 is an environment token
+    new = torch.tensor([[-1.5, -0.9, -3.0, -1.0],      # model tokens: -0.5, +0.1, 0 -> fell overall
+                        [-1.2, -0.1, -1.0, -1.0]],     # -0.2, +0.9 -> rose overall: untouched
+                       requires_grad=True)
+    penalty, touched = llds_penalty(new, old, mask)
+    assert touched["llds/trajectories"] == 0.5
+    assert touched["llds/tokens"] == pytest.approx(1 / 7)  # one model token of seven, in a gated trajectory
+    assert penalty.item() == pytest.approx(0.5 / 3 / 2)    # its drop over row 0's three model tokens, batch mean
+    penalty.backward()
+    assert new.grad[0].nonzero().flatten().tolist() == [0]  # the environment token's big fall is left alone
+    assert not new.grad[1].any()
+    spared, touched = llds_penalty(new.detach(), old, mask, preserve=torch.tensor([False, True]))
+    assert spared.item() == 0 and touched["llds/trajectories"] == 0  # a negative-advantage trajectory may fall
+
+
+def test_llds_needs_a_batch_used_more_than_once():
+    with pytest.raises(ValueError, match="rl.llds.coef.*rl.num_iterations >= 2"):
+        _rl(llds={"coef": 0.1})
+
+
+def test_llds_acts_on_the_second_pass_over_a_batch_and_the_likelihood_curves_are_logged(world, tokenizer, tmp_path):
+    questions, corpus, retriever = world
+    rl = _rl(steps=4, num_iterations=2, llds={"coef": 1.0}, learning_rate=2e-2)
+    trainer, _ = build_trainer(rl, ROLLOUT, _model(tokenizer), tokenizer, retriever, questions, corpus, tmp_path)
+    trainer.train()
+    rows = [row for row in trainer.state.log_history if "llds/trajectories" in row]
+    assert [row["step"] for row in rows] == [1, 2, 3, 4]
+    # the first pass over a batch meets the weights it was rolled out with; the second, updated ones
+    assert rows[0]["llds/trajectories"] == 0 and rows[0]["llds/penalty"] == 0
+    assert any(row["llds/trajectories"] > 0 for row in rows[1::2])
+    assert all("likelihood/correct" in row or "likelihood/incorrect" in row for row in rows)
+    assert all(row.get("likelihood/incorrect", -1.0) < 0 for row in rows)
+
+
+def test_simulated_search_is_the_policy_itself_with_the_noise_curriculum_s_share(world, tokenizer, tmp_path):
+    """The wiring: the simulated engine replaces the index, holds the policy being trained and takes the noise
+    curriculum's probability each step. (What it writes, through the real rollout loop, is tested in
+    test_simulated.py: this random policy does not search.)"""
+    from searchlab.rl.simulated import SimulatedRetriever
+
+    questions, corpus, retriever = world
+    rl = _rl(search={"backend": "simulated", "passage_tokens": 8}, curriculum=["noise"],
+             noise={"start": 0.3, "end": 0.3})
+    trainer, _ = build_trainer(rl, ROLLOUT, _model(tokenizer), tokenizer, retriever, questions, corpus, tmp_path)
+    simulated = trainer.episodes.retriever
+    assert isinstance(simulated, SimulatedRetriever)
+    trainer._generate_and_score_completions([{"prompt": str(i)} for i in range(6)])
+    assert simulated.noise_probability == pytest.approx(0.3)
+    assert simulated.model is trainer.accelerator.unwrap_model(trainer.model)  # self-search: the policy writes
+    assert "search/simulated_passages" in trainer._metrics["train"]
+
+
+def test_self_search_cannot_run_on_vllm():
+    with pytest.raises(ValueError, match="rl.search.simulator"):
+        _rl(search={"backend": "simulated"}, use_vllm=True)

@@ -3,19 +3,33 @@
 from __future__ import annotations
 
 import os
+import random
+import re
 import signal
 import subprocess
 import sys
 import time
+from dataclasses import asdict
 from pathlib import Path
 
-from searchlab.agent.protocol import information_block, instruction, parse_trajectory, proposer_instruction
+from searchlab.agent import Rollout
+from searchlab.agent.protocol import (
+    cited_passages,
+    environment_spans,
+    information_block,
+    instruction,
+    parse_trajectory,
+    proposer_instruction,
+)
 from searchlab.corpus.records import import_records
 from searchlab.jsonl import read_jsonl
 from searchlab.params import BenchmarksParams, IndexParams, QAParams, RecordsParams
 from searchlab.retrieval import build_index, open_retriever
+from searchlab.rl.rubric import rubric_score
 from searchlab.scoring import cover_exact_match, normalize_answer
 from searchlab.synth import synthesize, write_suites
+from searchlab.synth.demos import DemoWriter
+from searchlab.synth.generate import Builder
 from tests.searchlab.synth.conftest import RETRIEVER
 
 OUTPUTS = ("train.jsonl", "dev.jsonl", "heldout.jsonl", "demos.jsonl", "stats.json", "datasheet.md")
@@ -183,3 +197,34 @@ def test_heldout_attempts_grow_the_benchmark_suites_and_leave_the_training_quest
     trained = {normalize_answer(r["answers"][0]) for r in read_jsonl(reference / "train.jsonl")}
     assert not any(normalize_answer(r["answers"][0]) in trained for r in after)
     assert len({normalize_answer(r["question"]) for r in after}) == len(after)
+
+
+def test_citing_demonstrations_cite_each_needed_passage_and_mask_only_information(world, kb):
+    """qa.demos.cite: each search's fact is cited in the next turn; the citations parse back to the gold passage ids,
+    only the information blocks are masked, and without the citations the text is the plain demonstration."""
+    builder = Builder(kb, random.Random(0))
+    questions = [q for kind in ("single", "bridge", "compose", "compare", "oblique")
+                 for target in list(kb.entities)[:30] if (q := builder.build(kind, target, f"{kind}-{target}"))]
+    with open_retriever(RETRIEVER, world[1]) as retriever:
+        plain = DemoWriter(kb, retriever, 3, 2, random.Random(1)).write(questions)
+        cited = DemoWriter(kb, retriever, 3, 2, random.Random(1), cite=True).write(questions)
+        written = [(q, text, uncited) for q, text, uncited in zip(questions, cited, plain) if text is not None]
+        assert {q.type for q, _, _ in written} == {"single", "bridge", "compose", "compare", "oblique"}
+        for q, text, uncited in written:
+            trajectory = parse_trajectory(text)
+            assert trajectory.problems() == [], text
+            assert re.sub(r"<cite> Doc \d+ </cite>\n", "", text) == uncited
+            retrieved = [[hit.id for hit in hits] for hits in retriever.search(trajectory.searches, 3)]
+            ids = cited_passages(text, retrieved)
+            assert len(ids) == len(trajectory.searches) == text.count("<cite>")
+            gold = [c.passage for c in q.constraints]
+            if q.type in ("single", "bridge", "compose"):
+                assert ids == gold
+            else:  # comparisons search in the question's order, oblique cues most selective first (some skipped)
+                assert set(ids) <= set(gold) and len(set(ids)) == len(ids)
+            blocks = [text[s.start:s.end] for s in trajectory.segments if s.kind == "information"]
+            assert [text[s:e].strip() for s, e in environment_spans(text)] == blocks
+            if q.type != "oblique":  # every hop is searched, stated and cited: the whole rubric reward
+                episode = Rollout(question=q.question, prompt="p", completion=text, answer=trajectory.answer,
+                                  searches=trajectory.searches, retrieved=retrieved, finished=True)
+                assert rubric_score(episode, [asdict(c) for c in q.constraints], q.answers) == 1.0, text
