@@ -509,6 +509,12 @@ class RLParams(Section):
             raise ValueError(f"rl.curriculum: each kind once, got {self.curriculum}")
         if not self.questions or len(set(self.questions)) != len(self.questions):
             raise ValueError(f"rl.questions: qa, selfplay or both, each once; got {self.questions}")
+        if "clpo" in self.curriculum and {"difficulty", "sec"} & set(self.curriculum):
+            raise ValueError(f"rl.curriculum: clpo draws from its own pool and combines only with noise, got "
+                             f"{self.curriculum}")
+        if self.clpo.too_hard_at >= self.clpo.mastered_at:
+            raise ValueError(f"rl.clpo.too_hard_at ({self.clpo.too_hard_at}) must lie below rl.clpo.mastered_at "
+                             f"({self.clpo.mastered_at})")
         if self.search.backend == "simulated" and self.search.simulator is None and self.use_vllm:
             raise ValueError("rl.search.simulator: self-search (null) writes passages with the policy's Hugging Face "
                              "model, which rl.use_vllm replaces; name a simulator folder or set rl.use_vllm: false")

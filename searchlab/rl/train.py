@@ -211,12 +211,13 @@ def chart_curves(history: list[dict], path: Path) -> None:
     if not rows:
         return
     steps = [row["step"] for row in rows]
-    likelihood = [key for key in ("likelihood/correct", "likelihood/incorrect") if any(key in row for row in rows)]
+    # from every logged row: a batch's second optimizer step (rl.num_iterations 2) logs no reward, but LLDS acts there
+    likelihood = [key for key in ("likelihood/correct", "likelihood/incorrect") if any(key in row for row in history)]
     figure, axes = plt.subplots(2 + bool(likelihood), 1, figsize=(8, 6 + 2.5 * bool(likelihood)), sharex=True)
     top, bottom = axes[0], axes[-1]
     if likelihood:  # LLDS's curves: their joint decline is the lazy likelihood displacement
         for key in likelihood:
-            points = [(row["step"], row[key]) for row in rows if key in row]
+            points = [(row["step"], row[key]) for row in history if key in row]
             axes[1].plot(*zip(*points), label=key.replace("/", ": "))
         axes[1].set_ylabel("log-likelihood / token")
         axes[1].legend(loc="best")

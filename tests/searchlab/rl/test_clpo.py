@@ -248,3 +248,11 @@ def test_configuration_errors(kb, questions, tmp_path):
         build_trainer(rl, None, None, None, None, tmp_path / "train.jsonl", tmp_path / "corpus.jsonl", tmp_path)
     assert clpo_restructurer(["clpo"], CLPOParams(restructure=False, diversify=False), tmp_path) is None
     assert clpo_restructurer(["noise"], CLPOParams(), tmp_path) is None
+
+
+def test_clpo_params_that_cannot_work_are_refused_naming_the_key():
+    with pytest.raises(ValueError, match="rl.curriculum: clpo draws from its own pool"):
+        RLParams(curriculum=["clpo", "sec"])
+    with pytest.raises(ValueError, match=r"rl.clpo.too_hard_at \(0.5\) must lie below rl.clpo.mastered_at"):
+        RLParams(curriculum=["clpo"], clpo={"too_hard_at": 0.5, "mastered_at": 0.5})
+    RLParams(curriculum=["clpo", "noise"])
