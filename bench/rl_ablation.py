@@ -78,8 +78,9 @@ def train_row(name: str, overrides: list[str], args, out: Path, retriever) -> di
     return figures
 
 
-def chart_likelihood(out: Path, rows: list[str]) -> None:
-    """``likelihood.png``: each row's mean log-likelihood of correct (solid) and incorrect (dashed) responses."""
+def chart_likelihood(out: Path, rows: list[str], window: int = 10) -> None:
+    """``likelihood.png``: each row's mean log-likelihood of correct (solid) and incorrect (dashed) responses, as a
+    running mean over ``window`` logged steps (each step's batch holds other questions, so raw points are noisy)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -91,10 +92,12 @@ def chart_likelihood(out: Path, rows: list[str]) -> None:
         colour = f"C{i}"
         for key, style in (("likelihood/correct", "-"), ("likelihood/incorrect", "--")):
             points = [(row["step"], row[key]) for row in history if key in row]
-            if points:
-                axis.plot(*zip(*points), style, color=colour, label=f"{name} {key.split('/')[1]}")
+            smooth = [(step, sum(v for _, v in points[max(0, i - window + 1):i + 1]) / len(points[max(0, i - window + 1):i + 1]))
+                      for i, (step, _) in enumerate(points)]
+            if smooth:
+                axis.plot(*zip(*smooth), style, color=colour, label=f"{name} {key.split('/')[1]}")
     axis.set_xlabel("optimizer step")
-    axis.set_ylabel("mean log-likelihood per model token")
+    axis.set_ylabel(f"log-likelihood per model token ({window}-step mean)")
     axis.legend(fontsize="small", ncol=2)
     figure.tight_layout()
     figure.savefig(out / "likelihood.png", dpi=80)
