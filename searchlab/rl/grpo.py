@@ -24,6 +24,12 @@ Rewards read the parsed ``<answer>`` of each :class:`~searchlab.agent.rollout.Ro
 (:mod:`searchlab.rl.rewards`), never the decoded completion, which contains the
 retrieved passages.
 
+Likelihood: the subclass also logs the mean log-likelihood of correct and
+incorrect responses per step and, with ``rl.llds.coef``, adds LLDS's
+likelihood-preserving penalty (:func:`llds_penalty`) to TRL's loss; both read
+the policy's per-token log-probabilities from TRL's own forward pass, so they
+cost no extra pass.
+
 Decoding: rollouts sample at ``rl.temperature`` with top-p 1 and without
 ``rollout.extractive_answers``: the extractive constraint masks logits, so the
 tokens it lets through are not samples of the policy whose log-probabilities
@@ -251,7 +257,8 @@ def _trainer_class():
     from trl import GRPOTrainer
 
     class SearchGRPOTrainer(GRPOTrainer):
-        """``GRPOTrainer`` plus the curriculum's updates, the seeds' estimators and resumable curriculum state.
+        """``GRPOTrainer`` plus the curriculum's updates, the seeds' estimators, LLDS, the likelihood curves and
+        resumable curriculum state.
 
         ``episodes`` is the environment: :class:`SearchEpisodes` (the rl stage) or
         :class:`searchlab.selfplay.rounds.SelfPlayRounds` (self-play, no curriculum: ``curriculum`` None).
