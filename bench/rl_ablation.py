@@ -86,16 +86,20 @@ def chart_likelihood(out: Path, rows: list[str], window: int = 10) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from searchlab.jsonl import read_jsonl
+
+    def running_mean(values: list[float]) -> list[float]:
+        return [sum(values[max(0, j - window + 1):j + 1]) / len(values[max(0, j - window + 1):j + 1])
+                for j in range(len(values))]
+
     figure, axis = plt.subplots(figsize=(8, 4.5))
-    for i, name in enumerate(rows):
-        history = [json.loads(line) for line in (out / name / "train_log.jsonl").read_text().splitlines()]
-        colour = f"C{i}"
+    for colour, name in enumerate(rows):
+        history = read_jsonl(out / name / "train_log.jsonl")
         for key, style in (("likelihood/correct", "-"), ("likelihood/incorrect", "--")):
-            points = [(row["step"], row[key]) for row in history if key in row]
-            smooth = [(step, sum(v for _, v in points[max(0, i - window + 1):i + 1]) / len(points[max(0, i - window + 1):i + 1]))
-                      for i, (step, _) in enumerate(points)]
-            if smooth:
-                axis.plot(*zip(*smooth), style, color=colour, label=f"{name} {key.split('/')[1]}")
+            logged = [row for row in history if key in row]
+            if logged:
+                axis.plot([row["step"] for row in logged], running_mean([row[key] for row in logged]), style,
+                          color=f"C{colour}", label=f"{name} {key.split('/')[1]}")
     axis.set_xlabel("optimizer step")
     axis.set_ylabel(f"log-likelihood per model token ({window}-step mean)")
     axis.legend(fontsize="small", ncol=2)

@@ -25,10 +25,9 @@ def _build(ctx: StageContext) -> dict:
     files = {"qa": ctx.inputs["qa"] / "train.jsonl", "selfplay": ctx.inputs["selfplay"] / "questions.jsonl"}
     questions = ctx.work_dir / "questions.jsonl"
     counts = gather_questions({name: files[name] for name in p.rl.questions}, questions)
-    rl = p.rl
-    if simulator_folder(p, ctx.root) is not None:  # the job runs elsewhere: give it the absolute folder
-        rl = rl.model_copy(update={"search": rl.search.model_copy(
-            update={"simulator": str(simulator_folder(p, ctx.root))})})
+    rl, simulator = p.rl, simulator_folder(p, ctx.root)
+    if simulator is not None:  # the job runs elsewhere: give it the absolute folder
+        rl = rl.model_copy(update={"search": rl.search.model_copy(update={"simulator": str(simulator)})})
     figures = run_rl(p.model, p.rollout, rl, ctx.inputs["sft"], questions, ctx.inputs["corpus"] / "corpus.jsonl",
                      ctx.inputs["index"], p.section("retriever"), ctx.out_dir, ctx.work_dir, config)
     return {**counts, **figures, **sample_trajectories(ctx, p.rl.samples, p.rl.seed, "RL")}

@@ -143,7 +143,19 @@ def _decode(tokenizer: Any, ids: Sequence[int]) -> str:
     return tokenizer.decode(list(ids), skip_special_tokens=False, clean_up_tokenization_spaces=False)
 
 
-def _eos_ids(model: Any, tokenizer: Any) -> list[int]:
+def left_padded(rows: Sequence[Sequence[int]], pad_id: int, device: Any) -> tuple[Any, Any]:
+    """``(ids, attention_mask)`` tensors of ``rows`` padded on the left to the longest: the layout ``generate``
+    continues every row from the same column."""
+    import torch
+
+    width = max(map(len, rows))
+    ids = torch.tensor([[pad_id] * (width - len(row)) + list(row) for row in rows], device=device)
+    mask = torch.tensor([[0] * (width - len(row)) + [1] * len(row) for row in rows], device=device)
+    return ids, mask
+
+
+def model_eos_ids(model: Any, tokenizer: Any) -> list[int]:
+    """Every end-of-sequence id: the model's generation config's (one or several) and the tokenizer's."""
     ids = set()
     for value in (getattr(getattr(model, "generation_config", None), "eos_token_id", None), tokenizer.eos_token_id):
         if isinstance(value, int):
@@ -237,10 +249,8 @@ class _Batch:
             self.cache.batch_select_indices(index)
         # per row: the kept tokens the cache does not hold yet (generate's last one; all without a cache), then new
         tails = [ids[i, cached:][mask[i, cached:] == 1].tolist() + list(extra) for i, extra in enumerate(new)]
-        width = max(map(len, tails))
         # right-aligned, so every row's next token lands in the same column; the padding before is holes
-        segment = torch.tensor([[self.pad_id] * (width - len(t)) + t for t in tails], device=self.device)
-        segment_mask = torch.tensor([[0] * (width - len(t)) + [1] * len(t) for t in tails], device=self.device)
+        segment, segment_mask = left_padded(tails, self.pad_id, self.device)
         self.ids = torch.cat([ids[:, :cached], segment], dim=1)
         self.mask = torch.cat([mask[:, :cached], segment_mask], dim=1)
 
@@ -401,7 +411,7 @@ def rollout(
 
     if prompts is not None and len(prompts) != len(questions):
         raise ValueError(f"got {len(prompts)} prompts for {len(questions)} questions")
-    eos_ids = _eos_ids(model, tokenizer)
+    eos_ids = model_eos_ids(model, tokenizer)
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else (eos_ids or [0])[0]
     sampling = params.temperature > 0
     generate_kwargs: dict[str, Any] = dict(

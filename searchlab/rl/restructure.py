@@ -24,9 +24,8 @@ from pathlib import Path
 from searchlab.scoring import cover_exact_match, normalize_answer
 from searchlab.synth.generate import Builder, Question
 from searchlab.synth.kb import KB, Entity, Fact
-# The qa stage's check that each constraint is stated by its passage; private there, reused so that a
-# restructured question passes exactly the check a synthesized one does.
-from searchlab.synth.pipeline import _evidence_matched
+# the qa stage's own check that each constraint is stated by its passage: a rewrite passes exactly that check
+from searchlab.synth.pipeline import evidence_matched
 from searchlab.synth.solvers import RuleReader
 
 __all__ = ["EASIER", "NO_CANDIDATE", "REPHRASED", "Restructured", "Restructurer", "chain_facts", "clpo_restructurer"]
@@ -171,7 +170,7 @@ class Restructurer:
         * ``answer_changed``: the answers differ from the source's (the reward would change meaning);
         * ``duplicate``: a question with this text is already in ``taken``.
         """
-        if not _evidence_matched(self.kb, q, None):
+        if not evidence_matched(self.kb, q, None):
             return "evidence_unmatched"
         if self._reached(q) != {q.constraints[-1].value}:
             return "not_unique"

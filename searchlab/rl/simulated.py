@@ -26,7 +26,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from searchlab.agent.rollout import encode_prompt
+from searchlab.agent.rollout import encode_prompt, left_padded, model_eos_ids
 from searchlab.retrieval.base import Hit, RetrieverBase, check_request
 
 __all__ = ["SIMULATED_PREFIX", "SimulatedRetriever", "is_simulated", "passage_prompt", "simulated_counts"]
@@ -178,10 +178,8 @@ class SimulatedRetriever(RetrieverBase):
         model, tokenizer = self.model, self.tokenizer
         stops = self._stop_ids()
         pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else stops[0]
-        encoded = [encode_prompt(tokenizer, p) for p in prompts]
-        width = max(map(len, encoded))
-        ids = torch.tensor([[pad] * (width - len(e)) + e for e in encoded], device=model.device)
-        mask = torch.tensor([[0] * (width - len(e)) + [1] * len(e) for e in encoded], device=model.device)
+        ids, mask = left_padded([encode_prompt(tokenizer, p) for p in prompts], pad, model.device)
+        width = ids.shape[1]
         device = torch.device(model.device)
         training = model.training
         model.eval()  # no dropout while writing passages, whatever the trainer left the policy in
@@ -210,9 +208,7 @@ class SimulatedRetriever(RetrieverBase):
         if self._newline_ids is None:
             pieces = self.tokenizer.batch_decode([[i] for i in range(len(self.tokenizer))])
             self._newline_ids = [i for i, piece in enumerate(pieces) if "\n" in piece]
-        eos = {self.tokenizer.eos_token_id, getattr(self.model.generation_config, "eos_token_id", None)}
-        flat = {i for e in eos if e is not None for i in ([e] if isinstance(e, int) else e)}
-        return sorted(flat | set(self._newline_ids))
+        return sorted(set(model_eos_ids(self.model, self.tokenizer)) | set(self._newline_ids))
 
     def close(self) -> None:
         """Drop the simulator; a model loaded by :meth:`from_folder` is freed, the policy is left to its owner."""

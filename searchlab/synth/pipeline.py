@@ -114,7 +114,7 @@ def _run_shard(params: QAParams, kb: KB, search, roster: Roster, nli, index: int
     attempts = len(targets) * (params.attempts_per_target + params.heldout_attempts_per_target)
 
     # (a) constraint decomposition: each constraint must be matched to a passage that states it
-    matched = [q for q in candidates if _evidence_matched(kb, q, nli)]
+    matched = [q for q in candidates if evidence_matched(kb, q, nli)]
     rejected["evidence_unmatched"] += len(candidates) - len(matched)
 
     # difficulty: where BM25 ranks the answer passage for the whole question
@@ -153,7 +153,9 @@ def _run_shard(params: QAParams, kb: KB, search, roster: Roster, nli, index: int
             "rejected": dict(rejected)}
 
 
-def _evidence_matched(kb: KB, q: Question, nli) -> bool:
+def evidence_matched(kb: KB, q: Question, nli) -> bool:
+    """Whether every constraint of ``q`` (and every cue's described entity) is stated by its passage: structurally,
+    and by the NLI model too when ``nli`` is given (the qa stage's evidence check, also CLPO's for its rewrites)."""
     checks = [(c.subject, c.passage, c.value_text, c.predicate) for c in q.constraints]
     checks += [(c.via["subject"], c.via["passage"], c.via["value_text"], c.via["predicate"])
                for c in q.constraints if c.via]

@@ -14,28 +14,17 @@ from searchlab.agent import parse_trajectory
 from searchlab.agent.rollout import rollout
 from searchlab.retrieval.base import Retriever
 from searchlab.rl.simulated import SimulatedRetriever, is_simulated, passage_prompt, simulated_counts
-from tests.searchlab.agent.test_rollout import SCRIPTS, Scripted, make_model, make_tokenizer, params
+from tests.searchlab.agent.test_rollout import (  # noqa: F401  (the fixtures model, one_thread, tok)
+    SCRIPTS,
+    Scripted,
+    make_model,
+    model,
+    one_thread,
+    params,
+    tok,
+)
 
 QUERIES = ["who discovered penicillin", "capital of Norway", "Mount Everest height"]
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """Tiny models gain nothing from threads, and on a busy machine torch's threads wait on each other."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
-@pytest.fixture(scope="module")
-def tok():
-    return make_tokenizer(tags_special=True)
-
-
-@pytest.fixture(scope="module")
-def model(tok):
-    return make_model(tok)
 
 
 def simulator(model, tok, **kw) -> SimulatedRetriever:
