@@ -56,16 +56,18 @@ def run(
     force: Annotated[Optional[list[str]], typer.Option("--force", "-f", help="recompute this stage even if cached")] = None,
     no_dvc_commit: Annotated[bool, typer.Option("--no-dvc-commit", help="do not record outputs in dvc.lock (used by dvc repro)")] = False,
 ) -> None:
-    """Run the pipeline through Prefect up to the named stages; cached stages do no work."""
+    """Run the pipeline through Prefect up to the named stages (default: evaluate and the stages it needs under the
+    params); cached stages do no work. The checks of `searchlab plan` run first: any problem stops the run."""
     root = find_root()
     params = _load(root, params_file, overrides)  # fail fast, before Prefect starts
-    from tasks.registry import check_force, plan
-    from tasks.stage import check_external
+    from tasks.preflight import preflight
+    from tasks.registry import check_force
 
+    found = preflight(params, Path(params_file), root, stages or [], overrides or [])
+    if found.problems:
+        raise _fail(_problems_text(found.problems), 2)
     try:
-        todo = plan(stages or [])
-        check_force(force or [], todo)
-        check_external(todo, params, root)
+        check_force(force or [], found.stages)
     except ValueError as err:
         raise _fail(str(err), 2) from None
     from tasks.tracking import prestart
@@ -157,23 +159,73 @@ def results(
         raise typer.Exit(1)
 
 
+def _problems_text(problems: list) -> str:
+    """The message of a preflight that found ``problems``: one line each."""
+    return f"{len(problems)} problem(s) found before any stage ran:\n  " + "\n  ".join(map(str, problems))
+
+
+STATE_COLOUR = {"cached": "green", "stale": "yellow", "missing": "red"}
+
+
 @app.command()
 def status(params_file: ParamsOpt = DEFAULT_PARAMS, overrides: SetOpt = None) -> None:
-    """Show each stage as cached, stale or missing, and for stale ones what changed."""
+    """Show each stage the params need as cached, stale or missing, and for stale ones what changed; the stages
+    nothing needs under these params are listed as such."""
     root = find_root()
     params = _load(root, params_file, overrides)
-    from tasks.registry import STAGES
+    from tasks.registry import STAGES, plan
     from tasks.stage import pipeline_status
 
-    colour = {"cached": "green", "stale": "yellow", "missing": "red"}
+    todo = plan([], params)
     try:
-        rows = pipeline_status(list(STAGES), params, root)
+        rows = pipeline_status(todo, params, root)
     except ValueError as err:  # an external input (benchmark file, model folder) is missing
         raise _fail(str(err), 2) from None
     for row in rows:
-        console.print(f"{row['stage']:<12} [{colour[row['state']]}]{row['state']}[/]")
+        console.print(f"{row['stage']:<12} [{STATE_COLOUR[row['state']]}]{row['state']}[/]")
         for reason in row["why"]:
             console.print(f"{'':<12} {reason}", highlight=False)
+    unused = [stage.name for stage in STAGES if stage not in todo]
+    if unused:
+        console.print(f"[dim]not needed under these params: {', '.join(unused)}[/dim]")
+
+
+@app.command("plan")
+def plan_command(
+    stages: Annotated[Optional[list[str]], typer.Argument(help="stages to plan for (default: evaluate)")] = None,
+    params_file: ParamsOpt = DEFAULT_PARAMS,
+    overrides: SetOpt = None,
+) -> None:
+    """A dry run: the stages that would run, in order, cached or not, with their inputs; then every problem with
+    the inputs (files that are missing or do not parse, params that cannot work together), each with its key and
+    where it is set. Trains nothing. Exit code 2 on any problem."""
+    root = find_root()
+    params = _load(root, params_file, overrides)
+    from tasks.preflight import preflight
+    from tasks.stage import pipeline_status
+
+    found = preflight(params, Path(params_file), root, stages or [], overrides or [])
+    states = {}
+    if not any(not p.machine for p in found.problems):
+        states = {row["stage"]: row for row in pipeline_status(found.stages, params, root)}
+    console.print(f"plan for {params_file}{' ' + ' '.join('--set ' + o for o in overrides) if overrides else ''}:",
+                  highlight=False)
+    for number, stage in enumerate(found.stages, start=1):
+        row = states.get(stage.name)
+        state = f"[{STATE_COLOUR[row['state']]}]{row['state']}[/]" if row else "[dim]unchecked[/dim]"
+        upstream = ", ".join(stage.needs(params)) or "-"
+        console.print(f"{number:>2}. {stage.name:<11} {state:<28} upstream: {upstream}; params: "
+                      f"{', '.join(stage.reads)}", highlight=False, soft_wrap=True)
+    console.print("inputs:", highlight=False)
+    for key, what in found.inputs.items():
+        console.print(f"    {key}: {what}", highlight=False, soft_wrap=True)
+    for note in (p for p in found.problems if p.machine):
+        console.print(f"[yellow]note:[/yellow] the machine that runs it needs what this one lacks: {note}",
+                      highlight=False, soft_wrap=True)
+    problems = [p for p in found.problems if not p.machine]
+    if problems:
+        raise _fail(_problems_text(problems), 2)
+    console.print("[green]no problem found[/green]")
 
 
 def _open_retriever(root: Path, params: Params):
@@ -210,21 +262,15 @@ def search(
 def _model_path(root: Path, params: Params, model: str) -> str:
     """The model folder ``--model`` names: a model stage's output (``sft``), a folder, or ``models:/NAME@ALIAS``
     (the registry's folder)."""
-    from tasks.registry import MODEL_STAGES
+    from tasks.sources import MODEL_STAGES, resolve
 
-    if model in MODEL_STAGES:
-        folder = root / params.runtime.data_dir / model
-        if not (folder / "config.json").is_file():
-            raise _fail(f"no trained model at {folder}: run `searchlab run {model}` first, or pass another --model")
-        return str(folder)
-    from tasks.tracking import TrackingError, model_folder
-
+    folder = root / params.runtime.data_dir / model
+    if model in MODEL_STAGES and not (folder / "manifest.json").is_file():
+        raise _fail(f"no model at {folder}: run `searchlab run {model}` first, or pass another --model")
     try:
-        return model_folder(model, params.tracking, root)
+        return str(resolve(model, "--model", params, root))
     except ValueError as err:
-        raise _fail(f"--model {err}", code=2) from None
-    except TrackingError as err:
-        raise _fail(f"--model {err}") from None
+        raise _fail(str(err), code=2) from None
 
 
 @app.command()
@@ -482,12 +528,11 @@ def serve(
 
 def _check_stages(stages: list[str] | None) -> None:
     """Fail (exit code 2) naming a stage that does not exist, before anything starts."""
-    from tasks.registry import plan
+    from tasks.registry import BY_NAME
 
-    try:
-        plan(stages or [])
-    except ValueError as err:
-        raise _fail(str(err), 2) from None
+    unknown = [name for name in stages or [] if name not in BY_NAME]
+    if unknown:
+        raise _fail(f"unknown stage(s) {', '.join(unknown)}; stages are: {', '.join(BY_NAME)}", 2)
 
 
 def _running_prefect(root: Path, params: Params, what: str) -> str:
@@ -610,17 +655,23 @@ def worker(
 
 
 @app.command("dvc-yaml")
-def dvc_yaml(check: Annotated[bool, typer.Option("--check", help="exit 1 if dvc.yaml is not current")] = False) -> None:
-    """Write dvc.yaml from the stage declarations (one DVC stage per pipeline stage)."""
+def dvc_yaml(
+    check: Annotated[bool, typer.Option("--check", help="exit 1 if dvc.yaml is not current")] = False,
+    params_file: ParamsOpt = DEFAULT_PARAMS,
+    overrides: SetOpt = None,
+) -> None:
+    """Write dvc.yaml for a params file's stage graph (one DVC stage per stage it needs; `searchlab run` writes it
+    too, with params.yaml)."""
     root = find_root()
+    params = _load(root, params_file, overrides)
     from tasks.dvc import render_dvc_yaml
-    from tasks.registry import STAGES
 
-    text = render_dvc_yaml(STAGES, root)
+    text = render_dvc_yaml(params, root)
     path = root / "dvc.yaml"
     if check:
         if not path.exists() or path.read_text() != text:
-            raise _fail("dvc.yaml differs from the stage declarations: run `searchlab dvc-yaml`")
+            raise _fail(f"dvc.yaml differs from the stage graph of {params_file}: run `searchlab dvc-yaml "
+                        f"--params {params_file}`")
         console.print("dvc.yaml is current")
         return
     path.write_text(text)

@@ -11,10 +11,11 @@ from prefect.runtime import deployment, flow_run
 from flows.links import link_flow_run, mlflow_tags, mlflow_ui_url, run_name
 from flows.serving import check_deployment_run
 from searchlab.params import flatten, load_params
-from tasks.dvc import record_outputs, write_effective_params
-from tasks.registry import STAGES, check_force, plan
+from tasks.dvc import record_outputs, write_dvc_yaml, write_effective_params
+from tasks.registry import check_force, plan
 from tasks.run import stage_task
-from tasks.stage import RunContext, StageResult, cached_stages, check_external, pipeline_metrics
+from tasks.preflight import preflight
+from tasks.stage import RunContext, StageResult, cached_stages, pipeline_metrics
 from tasks.tracking import Tracker
 
 
@@ -42,9 +43,13 @@ def pipeline(params_file: str = "params/default.yaml", overrides: list[str] | No
     if deployment.get_id():  # started through the Prefect API, by whoever can reach it: no new endpoints or secrets
         check_deployment_run(root_path, params_file, overrides or [])
     params = load_params(root_path / params_file, overrides or [])
-    todo = plan(stages or [])
-    check_force(force or [], todo)  # the CLI checked it already; a run from the Prefect UI did not
-    check_external(todo, params, root_path)  # a missing external file fails now, not after the stages before it
+    # the CLI checked all this already; a run from the Prefect UI did not: a problem fails it now, not after the
+    # stages before it
+    found = preflight(params, Path(params_file), root_path, stages or [], overrides or [])
+    if found.problems:
+        raise ValueError("problems found before any stage ran:\n  " + "\n  ".join(map(str, found.problems)))
+    todo = found.stages
+    check_force(force or [], todo)
     tracker = Tracker(params.tracking, root_path)
     commit = git_commit(root_path)
     effective = params.model_dump(mode="json")
@@ -66,7 +71,7 @@ def pipeline(params_file: str = "params/default.yaml", overrides: list[str] | No
     with ctx:  # holds the stage folders this run used until it has recorded them
         try:
             for stage in todo:
-                state = stage_task(stage)(ctx, {n: results[n] for n in stage.upstream}, return_state=True)
+                state = stage_task(stage)(ctx, {n: results[n] for n in stage.needs(params)}, return_state=True)
                 results[stage.name] = state.result()  # raises if the stage failed
         except BaseException:
             tracker.finish_pipeline(parent, status="FAILED")
@@ -76,9 +81,11 @@ def pipeline(params_file: str = "params/default.yaml", overrides: list[str] | No
                                                  "stages_cached": len(results) - len(computed),
                                                  **pipeline_metrics(todo, results, ctx.data_dir)})
         write_effective_params(root_path, params)
+        write_dvc_yaml(root_path, params)
         if record_dvc:
-            problem = record_outputs(root_path, ctx.data_dir, list(STAGES), set(results),
-                                     lambda: cached_stages(list(STAGES), params, root_path))
+            graph = plan([], params)
+            problem = record_outputs(root_path, ctx.data_dir, graph, params, set(results),
+                                     lambda: cached_stages(graph, params, root_path))
             if problem:
                 logger.warning(problem)
     return {name: {"cached": r.cached, "fingerprint": r.manifest["fingerprint"], "counts": r.manifest["counts"],

@@ -21,6 +21,10 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 
+# Names become file names (predictions/<benchmark>/<model>-<system>.jsonl) and MLflow metric names.
+_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
+
+
 class Section(BaseModel):
     """Base for every params section: unknown keys are errors, values are checked strictly."""
 
@@ -181,9 +185,33 @@ class DemoParams(Section):
                                           "for rl.reward.rubric_weight (C-GRPO)")
 
 
-class QAParams(Section):
-    """QA synthesis (BMGQ-style): evidence clusters, reverse-constructed questions, filters, demonstrations."""
+# Kept equal to searchlab.eval.benchmarks.FORMATS (a test checks): the schema cannot import the evaluation library.
+BenchmarkFormat = Literal["auto", "flashrag", "nq-open", "hotpotqa", "json", "search-r1"]
 
+
+class QuestionFileParams(Section):
+    """A file of labeled questions in one of the field's formats (read by
+    :func:`searchlab.eval.benchmarks.load_benchmark`): a benchmark to evaluate on, or training questions."""
+
+    path: str = Field(description="the file, relative to the repository root (or absolute)")
+    format: BenchmarkFormat = Field("auto", description="auto: told from the extension and the first record")
+    sample: int | None = Field(None, ge=1, description="a seeded sample of this many questions; null: all")
+    seed: int = 0
+
+
+class QAParams(Section):
+    """The training questions: synthesized from the corpus's KB (BMGQ-style: evidence clusters, reverse-constructed
+    questions, filters, demonstrations), or read from labeled files in the field's formats."""
+
+    source: Literal["synthesis", "files"] = Field(
+        "synthesis", description="synthesis: BMGQ-style questions and demonstrations from the corpus's KB; files: "
+                                 "the labeled questions of qa.files (no KB, no demonstrations)")
+    files: dict[str, QuestionFileParams] = Field(
+        default_factory=dict, description="training question files by name (qa.source: files): {path, format, "
+                                          "sample, seed}, in the formats eval.benchmarks reads")
+    on_overlap: Literal["drop", "fail"] = Field(
+        "drop", description="a training question that is also in an evaluated benchmark (same normalised text, or "
+                            "same id): dropped and counted, or the stage fails naming it")
     seed: int = 0
     shard_size: int = Field(200, ge=1, description="target entities per shard (the unit of resume)")
     attempts_per_target: int = Field(2, ge=1, description="questions tried per target entity")
@@ -209,6 +237,15 @@ class QAParams(Section):
 
     @model_validator(mode="after")
     def _check(self) -> "QAParams":
+        if self.source == "files" and not self.files:
+            raise ValueError("qa.files: qa.source is 'files', so name at least one training question file, e.g. "
+                             "{nq: {path: data-in/nq-train.parquet}}")
+        if self.source == "synthesis" and self.files:
+            raise ValueError("qa.files: given, but qa.source is 'synthesis'; set qa.source: files to train on them")
+        for name in self.files:
+            if not re.match(_NAME, name):
+                raise ValueError(f"qa.files.{name}: a file's name may hold only letters, digits, '_', '.' and '-', "
+                                 "starting with a letter or digit")
         if sum(self.types.values()) <= 0:
             raise ValueError("qa.types: at least one share must be positive")
         roles = {s.role for s in self.solvers}
@@ -440,9 +477,22 @@ class CLPOParams(Section):
                                               "templates)")
 
 
-class RLParams(Section):
-    """Curriculum RL: TRL's GRPOTrainer over the agent's own multi-turn search episodes, starting from sft."""
+def check_init(init: str, section: str, stages: tuple[str, ...]) -> None:
+    """Raise ValueError naming ``<section>.init`` for a policy source that cannot be one: a pipeline stage other
+    than ``stages``, or a malformed ``models:/`` reference (a folder is checked when the stage's inputs are)."""
+    pipeline_stages = ("corpus", "index", "qa", "benchmarks", "base", "sft", "selfplay", "rl", "evaluate")
+    if init in pipeline_stages and init not in stages:
+        raise ValueError(f"{section}.init: {init!r} is not a model this stage can start from; expected "
+                         f"{', '.join(stages)}, a local Hugging Face folder or models:/NAME@ALIAS")
+    registry_reference(init)
 
+
+class RLParams(Section):
+    """Curriculum RL: TRL's GRPOTrainer over the agent's own multi-turn search episodes, from ``rl.init``."""
+
+    init: str = Field("sft", description="the policy RL starts from: sft, base (the pretrained or tiny model, with "
+                                         "the agent's instruction: Search-R1's setting) or selfplay (those stages' "
+                                         "models), a local Hugging Face folder, or models:/NAME@ALIAS")
     steps: int = Field(60, ge=1, description="optimizer steps; each rolls out a fresh batch")
     questions_per_step: int = Field(8, ge=1, description="distinct training questions per step (per process)")
     num_generations: int = Field(4, ge=2, description="episodes per question: the GRPO group")
@@ -499,6 +549,7 @@ class RLParams(Section):
     @model_validator(mode="after")
     def _check(self) -> "RLParams":
         check_registry_alias(self.registry_alias, "rl")
+        check_init(self.init, "rl", ("base", "sft", "selfplay"))
         if not self.buckets:
             raise ValueError("rl.buckets: name at least one of easy, medium, hard")
         episodes = self.questions_per_step * self.num_generations
@@ -532,6 +583,8 @@ class SelfPlayParams(Section):
     settings mean what they mean under ``rl``.
     """
 
+    init: str = Field("sft", description="the policy self-play starts from: sft or base (those stages' models), a "
+                                         "local Hugging Face folder, or models:/NAME@ALIAS")
     rounds: int = Field(4, ge=1, description="propose -> verify -> solve -> update rounds; a round is the unit of "
                                              "resume")
     proposals_per_round: int = Field(4, ge=1, description="seed answers per round (per process); the proposer "
@@ -582,6 +635,7 @@ class SelfPlayParams(Section):
     @model_validator(mode="after")
     def _check(self) -> "SelfPlayParams":
         check_registry_alias(self.registry_alias, "selfplay")
+        check_init(self.init, "selfplay", ("base", "sft"))
         episodes = (self.proposals_per_round + self.solver_questions) * self.num_generations
         if episodes % self.grad_accum:
             raise ValueError(f"selfplay.grad_accum {self.grad_accum} does not divide the {episodes} episodes of a "
@@ -603,16 +657,12 @@ class SelfPlayParams(Section):
 
 
 # ---------------------------------------------------------------- evaluation
-# Kept equal to searchlab.eval.benchmarks.FORMATS and searchlab.eval.systems.SYSTEMS (a test checks): the schema
-# cannot import the evaluation library, which pulls in torch.
-BenchmarkFormat = Literal["auto", "flashrag", "nq-open", "hotpotqa", "json", "search-r1"]
+# Kept equal to searchlab.eval.systems.SYSTEMS (a test checks).
 EvalSystem = Literal["direct", "rag", "agent"]
 WORLD_SUITES: tuple[str, ...] = tuple(f"world-{t}" for t in QUESTION_TYPES)  # of the synthetic world
 RECORDS_SUITES: tuple[str, ...] = tuple(f"records-{t}" for t in QUESTION_TYPES)  # of a corpus of your own records
 BUILT_IN_SUITES = WORLD_SUITES + RECORDS_SUITES
 REGISTRY_PREFIX = "models:/"
-# Names become file names (predictions/<benchmark>/<model>-<system>.jsonl) and MLflow metric names.
-_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
 
 
 def registry_reference(source: str) -> tuple[str, str] | None:
@@ -629,15 +679,6 @@ def registry_reference(source: str) -> tuple[str, str] | None:
     if not name or not alias:
         raise ValueError(f"{source}: expected models:/NAME@ALIAS, e.g. models:/searchlab-agent@sft")
     return name, alias
-
-
-class BenchmarkFileParams(Section):
-    """An external benchmark file to evaluate on (loaded by :func:`searchlab.eval.benchmarks.load_benchmark`)."""
-
-    path: str = Field(description="the file, relative to the repository root (or absolute)")
-    format: BenchmarkFormat = Field("auto", description="auto: told from the extension and the first record")
-    sample: int | None = Field(None, ge=1, description="evaluate a seeded sample of this many questions; null: all")
-    seed: int = 0
 
 
 class EvalModelParams(Section):
@@ -667,7 +708,7 @@ class EvalParams(Section):
         "all", description="built-in world-* suites from the benchmarks stage: 'all' (every one that has questions) "
                            "or a list, e.g. [world-single, world-bridge]; [] for none")
     sample: int | None = Field(None, ge=1, description="questions per built-in suite (a seeded sample); null: all")
-    benchmarks: dict[str, BenchmarkFileParams] = Field(
+    benchmarks: dict[str, QuestionFileParams] = Field(
         default_factory=dict, description="external benchmark files by name: {path, format, sample, seed}")
     models: list[str | EvalModelParams] = Field(
         default_factory=lambda: ["sft", "rl", "selfplay"],
@@ -788,6 +829,15 @@ def load_params(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -
         return Params.model_validate(raw)
     except ValidationError as err:
         raise ParamsError(_describe(err, path, lines, overrides)) from None
+
+
+def key_lines(path: str | Path) -> dict[str, int]:
+    """``{dotted key: line}`` of every key a params file writes (1-based), for messages that point into it; empty
+    for a file that cannot be read or parsed (:func:`load_params` reports that)."""
+    try:
+        return {".".join(key): line for key, line in _key_lines(yaml.compose(Path(path).read_text())).items()}
+    except (OSError, yaml.YAMLError):
+        return {}
 
 
 def flatten(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:

@@ -10,7 +10,8 @@ from tasks.stage import Stage, StageContext
 
 
 def _build(ctx: StageContext) -> dict:
-    return build_base(ctx.params.model, ctx.inputs["corpus"] / "corpus.jsonl", ctx.inputs["qa"] / "demos.jsonl",
+    corpus, qa = ctx.inputs.get("corpus"), ctx.inputs.get("qa")
+    return build_base(ctx.params.model, corpus and corpus / "corpus.jsonl", qa and qa / "demos.jsonl",
                       ctx.out_dir, ctx.work_dir, ctx.root)
 
 
@@ -28,7 +29,8 @@ STAGE = Stage(
     name="base",
     description="The model training starts from: the tiny model's tokenizer and pretraining, a converted GGUF "
                 "checkpoint, or a checkpoint's name",
-    upstream=("corpus", "qa"),
+    # the tiny model's tokenizer and pretraining read the corpus and the demonstrations; a checkpoint needs neither
+    upstream=lambda params: ("corpus", "qa") if params.model.name_or_path == "tiny" else (),
     reads=("model",),
     build=_build,
     external=external_inputs,

@@ -31,28 +31,44 @@ HEADER = (
 )
 
 
-def render_dvc_yaml(stages: tuple[Stage, ...], root: Path) -> str:
-    """The ``dvc.yaml`` that matches the stage declarations: one DVC stage per pipeline stage.
+def render_dvc_yaml(params: Params, root: Path) -> str:
+    """The ``dvc.yaml`` of the stage graph under ``params``: one DVC stage per stage a full run needs
+    (:func:`tasks.registry.plan`), its deps the upstream stages it reads under them.
 
     A stage's ``metrics`` file goes to the top-level ``metrics:`` list: DVC refuses a stage-level metrics file
     inside the stage's own output folder (overlapping outputs), while a top-level entry may lie there, and
     ``dvc metrics show`` / ``dvc metrics diff`` read it (from the DVC cache for past commits).
     """
+    from tasks.registry import plan
+
+    stages = plan([], params)
     doc: dict = {"stages": {}}
     for stage in stages:
         code_deps = [p.resolve().relative_to(root.resolve()).as_posix() for p in code_files(stage)]
         doc["stages"][stage.name] = {
             "desc": stage.description,
             "cmd": f"searchlab run {stage.name} --params {EFFECTIVE_PARAMS} --no-dvc-commit",
-            "deps": [f"data/{up}" for up in stage.upstream] + code_deps,
+            "deps": [f"data/{up}" for up in stage.needs(params)] + code_deps,
             "params": [{EFFECTIVE_PARAMS: list(stage.reads)}],
             "outs": [f"data/{stage.name}"],
         }
     metrics = [f"data/{stage.name}/{stage.metrics}" for stage in stages if stage.metrics]
     if metrics:
         doc["metrics"] = metrics
-    return "# Generated from tasks/registry.py by `searchlab dvc-yaml`; a test checks it is current.\n" + yaml.safe_dump(
-        doc, sort_keys=False, width=120)
+    return ("# Generated from tasks/registry.py and the params by `searchlab dvc-yaml` (and `searchlab run`); a test "
+            "checks it is current.\n" + yaml.safe_dump(doc, sort_keys=False, width=120))
+
+
+def write_dvc_yaml(root: Path, params: Params) -> None:
+    """Rewrite ``dvc.yaml`` for ``params``' stage graph when it differs (in a DVC repository only)."""
+    path = root / "dvc.yaml"
+    if not (root / ".dvc").is_dir():
+        return
+    text = render_dvc_yaml(params, root)
+    if not path.exists() or path.read_text() != text:
+        tmp = path.with_suffix(".yaml.tmp")
+        tmp.write_text(text)
+        tmp.replace(path)
 
 
 def write_effective_params(root: Path, params: Params) -> None:
@@ -74,12 +90,12 @@ def find_dvc() -> str | None:
     return str(beside) if os.access(beside, os.X_OK) else shutil.which("dvc")
 
 
-def record_outputs(root: Path, data_dir: Path, stages: list[Stage], ran: set[str],
+def record_outputs(root: Path, data_dir: Path, stages: list[Stage], params: Params, ran: set[str],
                    still_valid: Callable[[], set[str]]) -> str | None:
     """``dvc commit`` the stages whose output, or an upstream's, changed since this checkout last recorded them in
     ``dvc.lock``; return why not, if it could not.
 
-    ``stages`` are all the pipeline's stages, upstream first, and ``ran`` the names of those this run brought up
+    ``stages`` are the stages ``dvc.yaml`` declares under ``params``, upstream first, and ``ran`` the names of those this run brought up
     to date. A stage outside the run is recorded only if it is among ``still_valid()``, the stages whose output
     matches the current params and upstream outputs (below a rebuilt upstream of the same fingerprint, say); a
     stale one is left for DVC to report as changed, which it is.
@@ -89,7 +105,7 @@ def record_outputs(root: Path, data_dir: Path, stages: list[Stage], ran: set[str
     outputs = {stage.name: _sha256(data_dir / stage.name / "manifest.json") for stage in stages}
     before = recorded.get("outputs", {}) if lock_matches else {}
     changed = [stage for stage in stages if outputs[stage.name] is not None
-               and any(outputs[name] != before.get(name) for name in (stage.name, *stage.upstream))]
+               and any(outputs[name] != before.get(name) for name in (stage.name, *stage.needs(params)))]
     outside = [stage for stage in changed if stage.name not in ran]
     valid = still_valid() if outside else set()  # costs a status check: only when needed
     todo = [stage.name for stage in changed if stage.name in ran or stage.name in valid]

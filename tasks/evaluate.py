@@ -23,15 +23,10 @@ from searchlab.eval.flat import flat_metrics, headline_metrics
 from searchlab.model import load_agent
 from searchlab.params import BUILT_IN_SUITES, EvalParams, Params
 from searchlab.retrieval import open_retriever
-from searchlab.train.base import start_model
+from tasks.sources import external_models, resolve, stage_of
 from tasks.stage import Stage, StageContext
-from tasks.tracking import TrackingError, model_folder
 
 log = logging.getLogger("searchlab.evaluate")
-
-# the model stages this stage reads: a model source that names one of them means that stage's output folder;
-# base is the model before any training (the zero-shot baseline)
-MODEL_UPSTREAM = ("base", "sft", "rl", "selfplay")
 
 
 def _path(root: Path, given: str) -> Path:
@@ -39,23 +34,26 @@ def _path(root: Path, given: str) -> Path:
     return root / given
 
 
-def model_folders(params: Params, root: Path, stage_dirs: dict[str, Path]) -> dict[str, Path]:
-    """``{name: folder}`` of the models ``eval.models`` names: a model stage's output (``stage_dirs``), a folder or
-    a registry reference; ValueError naming the key for one that is missing."""
-    folders = {}
-    for index, (name, source) in enumerate(params.eval.model_sources().items()):
-        if source in stage_dirs:
-            folders[name] = stage_dirs[source]
-            continue
-        try:
-            folder = _path(root, model_folder(source, params.tracking, root))
-        except TrackingError as err:
-            raise ValueError(f"eval.models.{index}: {err}") from None
-        if not (folder / "config.json").is_file():
-            raise ValueError(f"eval.models.{index}: {source}: no Hugging Face model folder at {folder} (expected "
-                             f"{', '.join(MODEL_UPSTREAM)}, a local folder with config.json, or models:/NAME@ALIAS)")
-        folders[name] = folder
-    return folders
+def model_folders(params: Params, root: Path, stage_dirs: dict[str, Path] | None = None) -> dict[str, Path]:
+    """``{name: folder}`` of the models ``eval.models`` names (:func:`tasks.sources.resolve`); ValueError naming the
+    key for one that is missing."""
+    return {name: resolve(source, f"eval.models.{index}", params, root, stage_dirs)
+            for index, (name, source) in enumerate(params.eval.model_sources().items())}
+
+
+def upstream(params: Params) -> tuple[str, ...]:
+    """The index, the benchmarks stage when built-in suites are evaluated, and exactly the model stages
+    ``eval.models`` names."""
+    models = tuple(dict.fromkeys(s for s in map(stage_of, params.eval.model_sources().values()) if s))
+    return ("index", *(("benchmarks",) if uses_built_in_suites(params) else ()), *models)
+
+
+def uses_built_in_suites(params: Params) -> bool:
+    """Whether evaluation reads the benchmarks stage's suites: named ones, or ``all`` of them when the questions
+    are synthesized (questions read from files leave no held-out suites)."""
+    if params.eval.suites == "all":
+        return params.qa.source == "synthesis"
+    return bool(params.eval.suites)
 
 
 def external_inputs(params: Params, root: Path) -> dict[str, Path]:
@@ -78,17 +76,22 @@ def external_inputs(params: Params, root: Path) -> dict[str, Path]:
             raise ValueError(f"eval.benchmarks.{name}.path: cannot read {path}: {err.strerror}") from None
         inputs[spec.path] = path
     sources = params.eval.model_sources()
-    folders = model_folders(params, root, {stage: root / params.runtime.data_dir / stage for stage in MODEL_UPSTREAM})
-    inputs.update({sources[name]: folder for name, folder in folders.items() if sources[name] not in MODEL_UPSTREAM})
+    inputs.update(external_models({f"eval.models.{i}": source for i, source in enumerate(sources.values())},
+                                  params, root))
     return inputs
 
 
-def load_benchmarks(params: EvalParams, suites_dir: Path, root: Path) -> dict[str, list[Question]]:
-    """``{name: questions}``: the chosen built-in suites (a seeded sample of ``eval.sample`` each), then the
-    external files; a suite the benchmarks stage left empty is skipped when ``suites`` is ``all``."""
+def load_benchmarks(params: EvalParams, suites_dir: Path | None, root: Path) -> dict[str, list[Question]]:
+    """``{name: questions}``: the chosen built-in suites (a seeded sample of ``eval.sample`` each) of
+    ``suites_dir`` (None: the benchmarks stage was not needed), then the external files; a suite the benchmarks
+    stage left empty is skipped when ``suites`` is ``all``."""
     # all: the suites the benchmarks stage wrote (world-* or records-*, by the corpus)
-    chosen = ([s for s in BUILT_IN_SUITES if (suites_dir / f"{s}.jsonl").is_file()] if params.suites == "all"
-              else params.suites)
+    if suites_dir is None:
+        chosen = []
+    elif params.suites == "all":
+        chosen = [s for s in BUILT_IN_SUITES if (suites_dir / f"{s}.jsonl").is_file()]
+    else:
+        chosen = params.suites
     benchmarks = {}
     for suite in chosen:
         path = suites_dir / f"{suite}.jsonl"
@@ -123,10 +126,8 @@ def _build(ctx: StageContext) -> dict:
     from searchlab.eval.run import run_evaluation
 
     p = ctx.params
-    benchmarks = load_benchmarks(p.eval, ctx.inputs["benchmarks"], ctx.root)
-    stage_dirs = {stage: ctx.inputs[stage] for stage in MODEL_UPSTREAM}
-    stage_dirs["base"] = Path(start_model(ctx.inputs["base"]))  # the base folder, or the checkpoint it names
-    folders = model_folders(p, ctx.root, stage_dirs)
+    benchmarks = load_benchmarks(p.eval, ctx.inputs.get("benchmarks"), ctx.root)
+    folders = model_folders(p, ctx.root, ctx.inputs)
     loaders = {name: (lambda folder=folder: load_agent(str(folder), p.model, p.rollout))
                for name, folder in folders.items()}
     shards = len(benchmarks) * len(folders) * len(p.eval.systems)
@@ -143,7 +144,7 @@ def _build(ctx: StageContext) -> dict:
 STAGE = Stage(
     name="evaluate",
     description="Evaluate every model x system (direct, rag, agent) on the world suites and external benchmarks",
-    upstream=("index", "benchmarks", *MODEL_UPSTREAM),
+    upstream=upstream,
     reads=("eval", "rollout", "retriever", "model"),
     build=_build,
     reports=("report.md", "em.png", "searches.png", "metrics.json"),

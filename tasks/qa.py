@@ -1,19 +1,46 @@
-"""The qa stage: BMGQ-style question synthesis, demonstrations and held-out questions, as ``data/qa/``."""
+"""The qa stage: the training questions, as ``data/qa/``: synthesized from the corpus's KB (BMGQ-style, with
+demonstrations and held-out questions), or read from labeled files with a leakage check against the evaluated
+benchmarks (``qa.source``)."""
 
+from pathlib import Path
+
+from searchlab.params import Params
+from searchlab.questions import import_questions
 from searchlab.synth import synthesize
 from tasks.stage import Stage, StageContext
 
 
 def _build(ctx: StageContext) -> dict:
-    return synthesize(ctx.params.qa, ctx.params.retriever, ctx.inputs["corpus"], ctx.inputs["index"],
-                      ctx.out_dir, ctx.work_dir)
+    p = ctx.params
+    if p.qa.source == "files":
+        return import_questions(p.qa, p.eval.benchmarks, ctx.root, ctx.out_dir)
+    return synthesize(p.qa, p.retriever, ctx.inputs["corpus"], ctx.inputs["index"], ctx.out_dir, ctx.work_dir)
+
+
+def external_inputs(params: Params, root: Path) -> dict[str, Path]:
+    """The question files (``qa.source: files``) and the benchmark files they are checked against, labelled with
+    their params key and format (a changed format rereads them); a missing one is a ValueError naming the key."""
+    if params.qa.source != "files":
+        return {}
+    files = {f"qa.files.{name}": spec for name, spec in params.qa.files.items()}
+    files.update({f"eval.benchmarks.{name}": spec for name, spec in params.eval.benchmarks.items()})
+    inputs = {}
+    for key, spec in files.items():
+        path = root / spec.path
+        if not path.is_file():
+            raise ValueError(f"{key}.path: no such file: {path}")
+        inputs[f"{key} ({spec.format})"] = path
+    return inputs
 
 
 STAGE = Stage(
     name="qa",
-    description="Synthesize verified multi-hop questions, SFT demonstrations and held-out questions from the KB",
-    upstream=("corpus", "index"),
+    description="The training questions: synthesized from the KB (verified multi-hop questions, demonstrations, "
+                "held-out questions), or read from labeled files without the questions evaluation uses",
+    upstream=lambda params: ("corpus", "index") if params.qa.source == "synthesis" else (),
+    # qa.files' samples and seeds are in the qa section; benchmark files enter as external inputs
     reads=("qa", "retriever"),
     build=_build,
-    reports=("datasheet.md", "stats.json"),
+    reports=("datasheet.md", "stats.json", "overlap.json"),
+    external=external_inputs,
 )

@@ -3,27 +3,31 @@
 from __future__ import annotations
 
 from tasks import base, benchmarks, corpus, evaluate, index, qa, rl, selfplay, sft
+from searchlab.params import Params
 from tasks.stage import Stage
 
 STAGES: tuple[Stage, ...] = (corpus.STAGE, index.STAGE, qa.STAGE, benchmarks.STAGE, base.STAGE, sft.STAGE,
                              selfplay.STAGE, rl.STAGE, evaluate.STAGE)
 BY_NAME: dict[str, Stage] = {s.name: s for s in STAGES}
-# the stages whose output is an agent model (a Model Registry version): a model source may name one of them
-MODEL_STAGES: tuple[str, ...] = tuple(s.name for s in STAGES if s.registers is not None)
 
 
-def plan(targets: list[str] | tuple[str, ...] = ()) -> list[Stage]:
-    """The stages needed for ``targets`` (all stages if empty), upstream first."""
+FINAL = STAGES[-1].name  # what a run without named stages brings up to date: evaluation, and what it needs
+
+
+def plan(targets: list[str] | tuple[str, ...], params: Params) -> list[Stage]:
+    """The stages needed for ``targets`` (the final stage, evaluate, if empty) under ``params``, upstream first:
+    each stage's upstream is computed from the params (:meth:`Stage.needs`), so a stage nothing needs is left
+    out."""
     unknown = [t for t in targets if t not in BY_NAME]
     if unknown:
         raise ValueError(f"unknown stage(s) {', '.join(unknown)}; stages are: {', '.join(BY_NAME)}")
     needed: set[str] = set()
-    todo = list(targets) or list(BY_NAME)
+    todo = list(targets) or [FINAL]
     while todo:
         name = todo.pop()
         if name not in needed:
             needed.add(name)
-            todo.extend(BY_NAME[name].upstream)
+            todo.extend(BY_NAME[name].needs(params))
     return [s for s in STAGES if s.name in needed]
 
 

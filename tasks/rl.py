@@ -1,7 +1,8 @@
-"""The rl stage: the agent trained with GRPO over its own search episodes from the sft policy, as ``data/rl/``.
+"""The rl stage: the agent trained with GRPO over its own search episodes, as ``data/rl/``.
 
-It trains on the question sets ``rl.questions`` names: the qa stage's training questions, the selfplay stage's
-verified questions, or both (gathered into the stage's work folder).
+It starts from the policy ``rl.init`` names (the sft stage's by default; ``base``: the pretrained model with the
+agent's instruction, Search-R1's setting) and trains on the question sets ``rl.questions`` names: the qa stage's
+training questions, the selfplay stage's verified questions, or both (gathered into the stage's work folder).
 
 Training runs under ``accelerate launch`` (:func:`searchlab.rl.train.run_rl`);
 then the trained agent answers held-out questions, like the sft stage's, for
@@ -15,6 +16,7 @@ from pathlib import Path
 from searchlab.params import Params
 from searchlab.rl.train import check_device, gather_questions, run_rl
 from tasks.sft import sample_trajectories
+from tasks.sources import external_models, resolve, stage_of
 from tasks.stage import Stage, StageContext
 
 
@@ -22,13 +24,14 @@ def _build(ctx: StageContext) -> dict:
     p = ctx.params
     check_device(p.rl)
     config = str(ctx.root / p.rl.accelerate_config) if p.rl.accelerate_config else None
-    files = {"qa": ctx.inputs["qa"] / "train.jsonl", "selfplay": ctx.inputs["selfplay"] / "questions.jsonl"}
+    files = {"qa": "train.jsonl", "selfplay": "questions.jsonl"}
     questions = ctx.work_dir / "questions.jsonl"
-    counts = gather_questions({name: files[name] for name in p.rl.questions}, questions)
+    counts = gather_questions({name: ctx.inputs[name] / files[name] for name in p.rl.questions}, questions)
     rl, simulator = p.rl, simulator_folder(p, ctx.root)
     if simulator is not None:  # the job runs elsewhere: give it the absolute folder
         rl = rl.model_copy(update={"search": rl.search.model_copy(update={"simulator": str(simulator)})})
-    figures = run_rl(p.model, p.rollout, rl, ctx.inputs["sft"], questions, ctx.inputs["corpus"] / "corpus.jsonl",
+    start = resolve(p.rl.init, "rl.init", p, ctx.root, ctx.inputs)
+    figures = run_rl(p.model, p.rollout, rl, start, questions, ctx.inputs["corpus"] / "corpus.jsonl",
                      ctx.inputs["index"], p.section("retriever"), ctx.out_dir, ctx.work_dir, config)
     return {**counts, **figures, **sample_trajectories(ctx, p.rl.samples, p.rl.seed, "RL")}
 
@@ -46,9 +49,19 @@ def simulator_folder(params: Params, root: Path) -> Path | None:
 
 
 def external_inputs(params: Params, root: Path) -> dict[str, Path]:
-    """What the stage reads from outside the pipeline: the simulator's model folder, if one is named."""
+    """What the stage reads from outside the pipeline: the starting policy when ``rl.init`` names a folder or a
+    registry reference, and the simulator's model folder, if one is named."""
     folder = simulator_folder(params, root)
-    return {} if folder is None else {"rl.search.simulator": folder}
+    return {**external_models({"rl.init": params.rl.init}, params, root),
+            **({} if folder is None else {"rl.search.simulator": folder})}
+
+
+def upstream(params: Params) -> tuple[str, ...]:
+    """The corpus, index and qa stages, the stage ``rl.init`` names (if a stage), and selfplay when its questions
+    are a training set (``rl.questions``)."""
+    start = stage_of(params.rl.init)
+    return ("corpus", "index", "qa", *((start,) if start else ()),
+            *(("selfplay",) if "selfplay" in params.rl.questions and start != "selfplay" else ()))
 
 
 def _registry(params: Params) -> tuple[str, str]:
@@ -57,9 +70,8 @@ def _registry(params: Params) -> tuple[str, str]:
 
 STAGE = Stage(
     name="rl",
-    description="Train the agent with GRPO (TRL) over its own multi-turn search episodes, from the sft policy",
-    # selfplay: its questions are a training set (rl.questions); the rl policy still starts from sft
-    upstream=("corpus", "index", "qa", "sft", "selfplay"),
+    description="Train the agent with GRPO (TRL) over its own multi-turn search episodes, from rl.init's policy",
+    upstream=upstream,
     reads=("model", "rl", "rollout", "retriever"),
     build=_build,
     reports=("samples.md", "samples.jsonl", "curves.png", "curriculum.jsonl", "restructured.jsonl"),

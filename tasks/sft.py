@@ -48,19 +48,21 @@ def warn_if_turns_fall_short(demos: Path, rollout: RolloutParams) -> int:
 
 
 def sample_trajectories(ctx: StageContext, count: int, seed: int, who: str) -> dict:
-    """Roll the stage's trained agent out on ``count`` held-out questions; protocol rates as ``protocol.*`` counts."""
+    """Roll the stage's trained agent out on ``count`` held-out questions (the dev questions when there are none:
+    questions read from files); protocol rates as ``protocol.*`` counts."""
     p = ctx.params
-    questions = spread_sample(read_jsonl(ctx.inputs["qa"] / "heldout.jsonl"), count, seed)
+    heldout = read_jsonl(ctx.inputs["qa"] / "heldout.jsonl") or read_jsonl(ctx.inputs["qa"] / "dev.jsonl")
+    questions = spread_sample(heldout, count, seed)
     if not questions:
         return {}
     model, tokenizer = load_agent(str(ctx.out_dir), p.model, p.rollout)
     with open_retriever(p.retriever, ctx.inputs["index"]) as retriever:
         rates = write_samples(model, tokenizer, retriever, questions, p.rollout, ctx.out_dir,
                               f"The {who} agent on {len(questions)} held-out questions")
-    log.info("%s: on %d held-out questions the agent searched in %.0f%%, well-formed %.0f%%, found the evidence "
-             "%.0f%%, answered %.0f%% (exact match %.0f%%)", ctx.name, len(questions), 100 * rates["searched"],
-             100 * rates["well_formed"], 100 * rates["found_evidence"], 100 * rates["answered"],
-             100 * rates["exact_match"])
+    evidence = f", found the evidence {100 * rates['found_evidence']:.0f}%" if "found_evidence" in rates else ""
+    log.info("%s: on %d held-out questions the agent searched in %.0f%%, well-formed %.0f%%%s, answered %.0f%% "
+             "(exact match %.0f%%)", ctx.name, len(questions), 100 * rates["searched"], 100 * rates["well_formed"],
+             evidence, 100 * rates["answered"], 100 * rates["exact_match"])
     return {f"protocol.{name}": value for name, value in rates.items()}
 
 

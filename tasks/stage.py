@@ -69,7 +69,9 @@ class Stage:
 
     name: str
     description: str
-    upstream: tuple[str, ...]
+    # the stages whose outputs the build reads: a fixed tuple, or computed from the params (rl starts from sft only
+    # when rl.init says so); ``needs`` gives the answer for one params, the one graph every caller follows
+    upstream: tuple[str, ...] | Callable[[Params], tuple[str, ...]]
     reads: tuple[str, ...]  # params sections that enter the fingerprint
     # returns counts to record and log; its module and all project code that imports enter the fingerprint
     build: Callable[[StageContext], dict[str, Any]]
@@ -86,6 +88,10 @@ class Stage:
     metric_names: Callable[[Any], dict[str, float]] | None = None
     # which of those the pipeline's own MLflow run carries, to compare runs at a glance (default: none)
     headline: Callable[[Any], dict[str, float]] | None = None
+
+    def needs(self, params: Params) -> tuple[str, ...]:
+        """The upstream stages this stage reads under ``params``."""
+        return self.upstream(params) if callable(self.upstream) else self.upstream
 
 
 @dataclass
@@ -165,20 +171,12 @@ def fingerprint_inputs(stage: Stage, params: Params, root: Path, upstream: dict[
         "stage": stage.name,
         "code": code_hash(stage, root),
         "params": {section: params.section(section) for section in stage.reads},
-        "upstream": {name: upstream[name] for name in stage.upstream},
+        "upstream": {name: upstream[name] for name in stage.needs(params)},
     }
     if stage.external is not None:  # only then: the fingerprints of stages without external inputs stay as they were
         stat_cache = root / params.runtime.data_dir / ".work" / "stat" / f"{stage.name}.external.json"
         inputs["external"] = content_hashes(stage.external(params, root), stat_cache)
     return inputs
-
-
-def check_external(stages: list[Stage], params: Params, root: Path) -> None:
-    """Raise ValueError (naming the params key) if a file or folder that one of ``stages`` reads from outside the
-    pipeline is missing: found before any stage runs, not after hours of training."""
-    for stage in stages:
-        if stage.external is not None:
-            stage.external(params, root)
 
 
 def fingerprint(inputs: dict[str, Any]) -> str:
@@ -261,7 +259,7 @@ def _build_and_publish(stage: Stage, ctx: RunContext, inputs: dict[str, Any], fp
     started = time.time()
     try:
         counts = stage.build(StageContext(stage.name, ctx.params, ctx.root,
-                                          {n: ctx.data_dir / n for n in stage.upstream}, scratch, resume))
+                                          {n: ctx.data_dir / n for n in stage.needs(ctx.params)}, scratch, resume))
         files = describe_files(scratch)
         if _same_output(out, fp, files, stat_cache):
             # A forced rebuild that reproduced the output byte for byte: the published folder (and its record of
@@ -425,7 +423,7 @@ def pipeline_status(stages: list[Stage], params: Params, root: Path) -> list[dic
     fingerprints: dict[str, str] = {}
     rows = []
     for stage in stages:
-        inputs = fingerprint_inputs(stage, params, root, {n: fingerprints[n] for n in stage.upstream})
+        inputs = fingerprint_inputs(stage, params, root, {n: fingerprints[n] for n in stage.needs(params)})
         fp = fingerprints[stage.name] = fingerprint(inputs)
         out = data_dir / stage.name
         manifest, why = check_cached(out, fp, data_dir / ".work" / "stat" / f"{stage.name}.json")

@@ -25,7 +25,12 @@ Token bookkeeping, which RL and SFT rely on:
   exact for byte-level BPE tokenizers such as Qwen's and GPT-2's), and the
   env-masked tokens decode to exactly the spans
   :func:`~searchlab.agent.protocol.environment_spans` finds in ``completion``
-  (unless the model wrote an ``<information>`` block itself).
+  (unless the model wrote an ``<information>`` block itself);
+* ``logprobs`` (vLLM engines only) holds one log-probability per *model* token
+  (``env_mask`` 0), in order: what the engine reported for the token it
+  sampled. GRPO's importance-sampling correction compares them with the
+  trainer's own (:func:`searchlab.rl.grpo.completion_logprobs` spreads them
+  over ``completion_ids``).
 
 Where a turn ends: each row stops on its own (a stopping criterion checks every
 row after every token; ``generate`` pads finished rows while the others go on)
@@ -86,7 +91,10 @@ class Rollout:
     returned (what its information block shows, before any token-budget cut).
     ``invalid_actions`` counts turns that neither searched nor answered.
     ``generated_tokens`` counts model tokens only. ``seconds`` is the time from
-    the start of the question's batch until it left the batch.
+    the start of the question's batch until it left the batch. ``logprobs``: the
+    sampling log-probability of each model token, in order (``generated_tokens``
+    of them), as a vLLM engine reports it; None where the engine reports none
+    (Hugging Face generation).
     """
 
     question: str
@@ -104,6 +112,7 @@ class Rollout:
     invalid_actions: int = 0
     finished: bool = False
     seconds: float | None = None
+    logprobs: list[float] | None = None
 
 
 def chat_prompt(tokenizer: Any, message: str) -> str:
@@ -225,6 +234,8 @@ class _Batch:
     starts from the compacted tokens, like a fresh ``generate`` call.
     """
 
+    logprobs = None  # no sampling log-probabilities reported (see _VLLMBatch.logprobs)
+
     def __init__(self, model, criterion, generate_kwargs: dict, contexts: list[list[int]], pad_id: int,
                  reuse_cache: bool) -> None:
         import torch
@@ -297,7 +308,9 @@ class _VLLMBatch:
     re-read contexts cheap. Stops are vLLM's: the tags as stop strings (kept in
     the output) and the EOS ids; :func:`_cut_turn` then cuts exactly as for
     Hugging Face. Sampling is seeded per episode and turn, so an episode's
-    tokens do not depend on which others share its batch.
+    tokens do not depend on which others share its batch. After each turn
+    ``logprobs[r]`` is the log-probability of each token row ``r`` sampled
+    (None where the engine gave none).
     """
 
     def __init__(self, engine, contexts: list[list[int]], params: RolloutParams, eos_ids: list[int],
@@ -306,6 +319,7 @@ class _VLLMBatch:
         self.contexts = [list(c) for c in contexts]
         self.episodes = list(range(first_seed, first_seed + len(contexts)))  # each row's seed base
         self.turn, self.last = 0, []
+        self.logprobs: list[list[float] | None] = []
 
     def _sampling(self, episode: int):
         from vllm import SamplingParams
@@ -315,6 +329,8 @@ class _VLLMBatch:
             temperature=p.temperature, top_p=p.top_p if p.temperature > 0 else 1.0, max_tokens=p.max_new_tokens,
             stop=list(STOP_STRINGS), include_stop_str_in_output=True, stop_token_ids=self.eos_ids,
             skip_special_tokens=False, spaces_between_special_tokens=False,
+            # the sampled token's log-probability and no alternatives: what TRL's importance-sampling correction needs
+            logprobs=0,
             seed=episode * 1009 + self.turn if p.temperature > 0 else None)
 
     def generate(self) -> list[list[int]]:
@@ -322,6 +338,7 @@ class _VLLMBatch:
         outputs = self.engine.generate(requests, [self._sampling(e) for e in self.episodes], use_tqdm=False)
         self.turn += 1
         self.last = [list(o.outputs[0].token_ids) for o in outputs]
+        self.logprobs = [sampled_logprobs(o.outputs[0]) for o in outputs]
         return self.last
 
     def keep(self, counts: list[int]) -> None:
@@ -331,6 +348,18 @@ class _VLLMBatch:
     def extend(self, rows: list[int], new: list[list[int]]) -> None:
         self.contexts = [self.contexts[r] + list(extra) for r, extra in zip(rows, new)]
         self.episodes = [self.episodes[r] for r in rows]
+
+
+def sampled_logprobs(output: Any) -> list[float] | None:
+    """The log-probability of each token of a vLLM ``CompletionOutput``, looked up by the token sampled there
+    (with ``logprobs=N`` each position holds the top N and the sampled one); None without logprobs."""
+    positions = getattr(output, "logprobs", None)
+    if positions is None:
+        return None
+    ids = list(output.token_ids)
+    if len(positions) != len(ids):
+        raise RuntimeError(f"vLLM reported {len(positions)} logprobs for {len(ids)} tokens")
+    return [float(position[token].logprob) for token, position in zip(ids, positions)]
 
 
 def _reusable(cache: Any, width: int) -> bool:
@@ -438,7 +467,8 @@ def rollout(
         prompt = prompts[i] if prompts is not None else agent_prompt(tokenizer, question)
         if force_answer:
             prompt += ANSWER_OPEN
-        results.append(Rollout(question, prompt, prompt_ids=encode_prompt(tokenizer, prompt)))
+        results.append(Rollout(question, prompt, prompt_ids=encode_prompt(tokenizer, prompt),
+                               logprobs=[] if is_vllm(model) else None))
 
     if is_vllm(model):
         for start in range(0, len(results), params.batch_size):
@@ -472,13 +502,16 @@ def _run_chunk(batch, tokenizer, retriever, chunk: list[Rollout], params: Rollou
                                   answer_opened)
         generated = batch.generate()
         actions, kept = [], []
-        for r, ids in zip(active, generated):
+        for i, (r, ids) in enumerate(zip(active, generated)):
             ids, text, action = _cut_turn(tokenizer, ids, eos_ids, answer_opened)
             r.completion += text
             r.completion_ids += ids
             r.env_mask += [0] * len(ids)
             r.generated_tokens += len(ids)
             r.turns += 1
+            if r.logprobs is not None:  # the kept tokens' (a cut turn keeps a prefix); None once a turn had none
+                reported = batch.logprobs[i] if batch.logprobs is not None else None
+                r.logprobs = None if reported is None else r.logprobs + reported[:len(ids)]
             if action.kind == "search":
                 r.searches.append(action.content)
             elif action.kind == "invalid":

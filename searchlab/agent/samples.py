@@ -37,8 +37,11 @@ def spread_sample(questions: Sequence[dict], n: int, seed: int) -> list[dict]:
     return picked
 
 
-def found_evidence(episode: Rollout, evidence: Sequence[str]) -> bool:
-    """Whether the agent's searches together returned every passage in ``evidence``."""
+def found_evidence(episode: Rollout, evidence: Sequence[str] | None) -> bool | None:
+    """Whether the agent's searches together returned every passage in ``evidence``; None when the question's
+    evidence is unknown (questions read from files)."""
+    if evidence is None:
+        return None
     seen = {doc for ids in episode.retrieved for doc in ids}
     return set(evidence) <= seen
 
@@ -49,8 +52,8 @@ def protocol_rates(episodes: Sequence[Rollout], questions: Sequence[dict]) -> di
     ``well_formed``: the whole trajectory parses without a single problem
     (:meth:`~searchlab.agent.protocol.Trajectory.problems`) and has at least one
     search. ``found_evidence``: the searches returned every evidence passage
-    (``question["evidence"]``). Also the mean searches per episode and invalid
-    actions per turn.
+    (``question["evidence"]``), among the questions whose evidence is known (left out when none's is). Also the
+    mean searches per episode and invalid actions per turn.
     """
     n = len(episodes)
     if n == 0 or n != len(questions):
@@ -60,10 +63,12 @@ def protocol_rates(episodes: Sequence[Rollout], questions: Sequence[dict]) -> di
     def share(flags) -> float:
         return round(sum(flags) / n, 4)
 
+    found = [found_evidence(e, q.get("evidence")) for e, q in zip(episodes, questions)]
+    known = [flag for flag in found if flag is not None]
     return {
         "searched": share(bool(e.searches) for e in episodes),
         "well_formed": share(bool(e.searches) and not parse_trajectory(e.completion).problems() for e in episodes),
-        "found_evidence": share(found_evidence(e, q["evidence"]) for e, q in zip(episodes, questions)),
+        **({"found_evidence": round(sum(known) / len(known), 4)} if known else {}),
         "answered": share(e.answer is not None for e in episodes),
         "exact_match": share(exact_match(e.answer or "", q["answers"]) for e, q in zip(episodes, questions)),
         "mean_searches": round(sum(len(e.searches) for e in episodes) / n, 3),
@@ -77,7 +82,7 @@ def trajectory_record(episode: Rollout, question: dict) -> dict:
         "id": question.get("id"), "type": question.get("type"), "question": episode.question,
         "answers": question["answers"], "prediction": episode.answer,
         "exact_match": exact_match(episode.answer or "", question["answers"]),
-        "found_evidence": found_evidence(episode, question["evidence"]), "evidence": question["evidence"],
+        "found_evidence": found_evidence(episode, question.get("evidence")), "evidence": question.get("evidence"),
         "searches": episode.searches, "retrieved": episode.retrieved, "turns": episode.turns,
         "generated_tokens": episode.generated_tokens, "problems": parse_trajectory(episode.completion).problems(),
         "completion": episode.completion,
@@ -92,7 +97,8 @@ def render_markdown(records: Sequence[dict], title: str) -> str:
         lines += [f"## {r['id']} ({r['type']}): {verdict}", "",
                   f"**Question:** {r['question']}  ", f"**Gold:** {' | '.join(r['answers'])}  ",
                   f"**Prediction:** {r['prediction']}  ",
-                  f"**Searches:** {len(r['searches'])}, evidence found: {'yes' if r['found_evidence'] else 'no'}", ""]
+                  f"**Searches:** {len(r['searches'])}, evidence found: "
+                  f"{ {True: 'yes', False: 'no', None: 'unknown'}[r['found_evidence']] }", ""]
         if r["problems"]:
             lines += [f"**Protocol problems:** {'; '.join(r['problems'])}", ""]
         lines += ["```text", r["completion"].replace("```", "'''"), "```", ""]

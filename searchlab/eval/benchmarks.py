@@ -10,9 +10,11 @@ Five file shapes are read (``FORMATS``):
   ``supporting_facts`` lists are dropped.
 - ``json``: one JSON list of ``{"question", "answer" or "answers": str | [str, ...]}``.
 - ``search-r1``: Search-R1's verl rows, JSONL or Parquet, of ``{"data_source", "prompt": [{"role", "content"}],
-  "ability", "reward_model": {"ground_truth": {"target": [...] or "..."}}, "extra_info"}``. The question is the
+  "ability", "reward_model": {"ground_truth": ...}, "extra_info"}``, with ``ground_truth`` as ``{"target": [...]
+  or "..."}`` (Search-R1's own files), a list or a plain string (other projects' verl files). The question is the
   row's ``question`` (or ``extra_info.question``), else the user message after its last ``Question:`` (where
-  Search-R1's prompt template puts it); ``prompt``, ``reward_model`` and ``golden_answers`` are dropped.
+  Search-R1's prompt template puts it) or, without one, the whole user message (the bare question); ``prompt``,
+  ``reward_model`` and ``golden_answers`` are dropped.
 
 Gold answers are one string or a list of strings in every format (a string becomes a one-element list).
 
@@ -323,10 +325,12 @@ def _search_r1(path: Path, where: str, default_id: str, record: Any) -> Question
     record = _as_object(path, where, record)
     source = _text(path, where, "data_source", _required(path, where, record, "data_source"))
     reward_model = _object(path, where, "reward_model", _required(path, where, record, "reward_model"))
-    ground_truth = _object(path, where, "reward_model.ground_truth",
-                           _required(path, where, reward_model, "ground_truth", within="reward_model"))
-    answers = _answers(path, where, "reward_model.ground_truth.target",
-                       _required(path, where, ground_truth, "target", within="reward_model.ground_truth"))
+    ground_truth = _required(path, where, reward_model, "ground_truth", within="reward_model")
+    if isinstance(ground_truth, dict):  # Search-R1's own files: {"target": [...]}; other projects' verl files: the answers
+        answers = _answers(path, where, "reward_model.ground_truth.target",
+                           _required(path, where, ground_truth, "target", within="reward_model.ground_truth"))
+    else:
+        answers = _answers(path, where, "reward_model.ground_truth", ground_truth)
     own_id = _id(path, where, record, "id", None)
     return Question(id=f"{source}-{own_id}" if own_id is not None else default_id,
                     question=_search_r1_question(path, where, record), answers=answers,
@@ -334,8 +338,9 @@ def _search_r1(path: Path, where: str, default_id: str, record: Any) -> Question
 
 
 def _search_r1_question(path: Path, where: str, record: dict) -> str:
-    """The row's ``question``, else ``extra_info.question``, else the last user message after its last
-    ``Question:`` (Search-R1's template ends ``... Question: <q>\\n``)."""
+    """The row's ``question``, else ``extra_info.question``, else the last user message: after its last
+    ``Question:`` (Search-R1's template ends ``... Question: <q>\\n``), or the whole message when it has none (the
+    bare question, as other projects' verl files have it)."""
     if record.get("question") is not None:
         return _question_text(path, where, record)
     extra = record.get("extra_info")
@@ -347,10 +352,11 @@ def _search_r1_question(path: Path, where: str, record: dict) -> str:
     users = [m.get("content") for m in prompt if isinstance(m, dict) and m.get("role") == "user"]
     if not users or not isinstance(users[-1], str):
         raise _record_error(path, where, "prompt", "has no user message with text content to take the question from")
-    _, marker, question = users[-1].rpartition("Question:")
-    if not marker or not question.strip():
-        raise _record_error(path, where, "prompt", "has no 'Question: ...' in its user message, and the row has no "
-                                                   "'question' or 'extra_info.question' to take the question from")
+    _, _, question = users[-1].rpartition("Question:")
+    if not question.strip():
+        raise _record_error(path, where, "prompt", "has a user message with no question in it (nothing after its "
+                                                   "last 'Question:'), and the row has no 'question' or "
+                                                   "'extra_info.question' to take the question from")
     return question.strip()
 
 

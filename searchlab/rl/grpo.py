@@ -24,6 +24,17 @@ Rewards read the parsed ``<answer>`` of each :class:`~searchlab.agent.rollout.Ro
 (:mod:`searchlab.rl.rewards`), never the decoded completion, which contains the
 retrieved passages.
 
+Sampling log-probabilities: with ``rl.use_vllm`` TRL corrects for the
+mismatch between vLLM's sampling and the trainer's forward pass
+(``vllm_importance_sampling_correction``, on by default), subtracting the
+``logprobs`` that ``rollout_func`` returns: one per completion token. They are
+vLLM's log-probabilities of the tokens it sampled (TRL's colocated engine
+reports them after temperature scaling, as the trainer computes its own) and
+0.0 on environment tokens and the appended EOS, as TRL's own tool loop fills
+tool-result tokens; the correction multiplies the difference by the loss mask,
+so those values never count. The Hugging Face path reports none (TRL takes
+``None`` there: no correction without vLLM).
+
 Likelihood: the subclass also logs the mean log-likelihood of correct and
 incorrect responses per step and, with ``rl.llds.coef``, adds LLDS's
 likelihood-preserving penalty (:func:`llds_penalty`) to TRL's loss; both read
@@ -71,21 +82,53 @@ CURRICULUM_FILE = "curriculum.json"  # the curriculum's state, in every checkpoi
 LIKELIHOOD_TOLERANCE = 1e-5
 
 
-def trl_batch(episodes: Sequence[Rollout], eos_id: int) -> dict[str, list]:
-    """The episodes as ``rollout_func`` returns them to TRL: ids, and ``env_mask`` 1 on the model's own tokens.
+def completion_logprobs(episode: Rollout) -> list[float] | None:
+    """One sampling log-probability per token of ``episode.completion_ids``: the model tokens' own
+    (``Rollout.logprobs``, in order) and 0.0 on environment tokens; None when the engine reported none."""
+    if episode.logprobs is None:
+        return None
+    model_tokens = episode.env_mask.count(0)
+    if len(episode.logprobs) != model_tokens:
+        raise ValueError(f"{len(episode.logprobs)} sampling log-probabilities for {model_tokens} model tokens")
+    sampled = iter(episode.logprobs)
+    return [0.0 if m else next(sampled) for m in episode.env_mask]
 
-    A finished episode gets ``eos_id`` appended with mask 0 (see the module docstring).
+
+def trl_batch(episodes: Sequence[Rollout], eos_id: int) -> dict[str, list]:
+    """The episodes as ``rollout_func`` returns them to TRL: ids, ``env_mask`` 1 on the model's own tokens, and
+    ``logprobs`` per completion token (:func:`completion_logprobs`; None unless every episode has them).
+
+    A finished episode gets ``eos_id`` appended with mask 0 and log-probability 0.0 (see the module docstring).
     """
-    completion_ids, masks = [], []
+    completion_ids, masks, logprobs = [], [], []
     for e in episodes:
-        ids, mask = list(e.completion_ids), [1 - m for m in e.env_mask]
+        ids, mask, sampled = list(e.completion_ids), [1 - m for m in e.env_mask], completion_logprobs(e)
         if e.finished and (not ids or ids[-1] != eos_id):
             ids.append(eos_id)
             mask.append(0)
+            if sampled is not None:
+                sampled.append(0.0)
         completion_ids.append(ids)
         masks.append(mask)
+        logprobs.append(sampled)
     return {"prompt_ids": [list(e.prompt_ids) for e in episodes], "completion_ids": completion_ids,
-            "logprobs": None, "env_mask": masks}
+            "logprobs": None if None in logprobs else logprobs, "env_mask": masks}
+
+
+def check_trl_batch(batch: dict[str, list], needs_logprobs: bool) -> dict[str, list]:
+    """``batch`` (a ``rollout_func`` output) if it keeps TRL's contract, else a ValueError saying what breaks it.
+
+    TRL pads ``logprobs`` and ``env_mask`` rows beside ``completion_ids`` without checking their lengths, and
+    reads ``logprobs`` (``needs_logprobs``: vLLM with its importance-sampling correction) without checking for None.
+    """
+    rows = batch["completion_ids"]
+    for key in ("logprobs", "env_mask"):
+        if batch.get(key) is not None and [len(r) for r in batch[key]] != [len(r) for r in rows]:
+            raise ValueError(f"rollout_func's {key} rows are not as long as its completion_ids rows")
+    if needs_logprobs and batch["logprobs"] is None:
+        raise ValueError("vLLM's importance-sampling correction needs the rollouts' sampling log-probabilities "
+                         "(rollout_func returned logprobs None)")
+    return batch
 
 
 def training_rollout_params(rollout_params: RolloutParams, rl: RLParams, step: int, batch_size: int,
@@ -141,11 +184,14 @@ class SearchEpisodes:
         questions = [q for q in chosen for _ in range(generations)]
         retriever = self.retriever
         noise = self.curriculum.noise_probability(step)
+        # per step, so a resumed run simulates the same; per process (rank 0 as a one-process run), so processes
+        # do not replace the same passages
+        seed = self.rl.seed * 7919 + step + rank * 10 ** 6
         if isinstance(retriever, SimulatedRetriever):  # the noise curriculum sets its share of noisy passages
             retriever.noise_probability = noise
-            retriever.rng.seed(self.rl.seed * 7919 + step)  # per step, so a resumed run simulates the same
+            retriever.rng.seed(seed)
         elif noise > 0:
-            retriever = NoisyRetriever(self.retriever, self.distractors, noise, seed=self.rl.seed * 7919 + step)
+            retriever = NoisyRetriever(self.retriever, self.distractors, noise, seed=seed)
         params = training_rollout_params(self.rollout_params, self.rl, step, len(questions), rank)
         started = time.perf_counter()
         episodes = self._rollout(trainer, retriever, [q["question"] for q in questions], params)
@@ -187,14 +233,20 @@ class SearchEpisodes:
     reward_func.__name__ = "search_reward"  # TRL names the reward's metrics after the function
 
     def _keep_trajectories(self, batch: StepBatch, state) -> None:
-        if self.trajectory_dir is None or batch.step % self.keep_every or not getattr(state, "is_world_process_zero",
-                                                                                       True):
+        """Every ``keep_every``-th step's episodes of all processes (in process order), written by the main one;
+        every process calls it, as it gathers from all of them."""
+        from accelerate.utils import gather_object
+
+        if self.trajectory_dir is None or batch.step % self.keep_every:
             return
         records = []
         for e, q, r in zip(batch.episodes, batch.questions, batch.rewards):
             records.append({"step": batch.step, **trajectory_record(e, q), "reward": r.total, "outcome": r.outcome,
                             "format": r.format, "rubric": r.rubric, "hack": r.hack,
                             "bucket": q.get("features", {}).get("bucket")})
+        records = gather_object(records)
+        if not getattr(state, "is_world_process_zero", True):
+            return
         self.trajectory_dir.mkdir(parents=True, exist_ok=True)
         write_jsonl(self.trajectory_dir / f"step-{batch.step:06d}.jsonl", records)
 
@@ -266,8 +318,13 @@ def _trainer_class():
 
         def __init__(self, *args, episodes: SearchEpisodes, rl: RLParams, **kwargs) -> None:
             self.episodes, self.rl = episodes, rl
-            super().__init__(*args, rollout_func=episodes.rollout_func, reward_funcs=[episodes.reward_func],
+            super().__init__(*args, rollout_func=self._checked_rollout, reward_funcs=[episodes.reward_func],
                              **kwargs)
+
+        def _checked_rollout(self, prompts: list, trainer) -> dict[str, list]:
+            # a broken contract fails here by name, not as a shape or None error deep in TRL's step
+            return check_trl_batch(self.episodes.rollout_func(prompts, trainer),
+                                   needs_logprobs=trainer.use_vllm and trainer.vllm_importance_sampling_correction)
 
         def _generate_and_score_completions(self, inputs):
             output = super()._generate_and_score_completions(inputs)

@@ -24,13 +24,13 @@ from searchlab.train.common import (
     train_and_save,
     trainer_settings,
 )
-from searchlab.train.launch import launch
+from searchlab.train.launch import launch, world_size
 
 
 def training_questions(questions_jsonl: Path, buckets: list[str]) -> list[dict]:
     """The training questions of ``questions_jsonl`` (:func:`gather_questions`) in ``buckets`` (DeReason's split:
-    which buckets RL learns from)."""
-    chosen = [q for q in read_jsonl(questions_jsonl) if q["features"]["bucket"] in buckets]
+    which buckets RL learns from); a question of unknown difficulty (read from a file: no bucket) is always in."""
+    chosen = [q for q in read_jsonl(questions_jsonl) if q["features"]["bucket"] in (*buckets, None)]
     if not chosen:
         raise ValueError(f"{questions_jsonl}: no training question in rl.buckets {buckets} (rl.questions chooses "
                          f"the sets: qa, selfplay)")
@@ -128,15 +128,14 @@ def simulated_search(rl: RLParams, policy, tokenizer):
     return SimulatedRetriever.from_folder(rl.search.simulator, **settings)
 
 
-def make_search_trainer(rl: RLParams, model, tokenizer, episodes, checkpoint_dir: Path, callbacks: list | None = None,
-                        save_total_limit: int | None = 2):
-    """:func:`searchlab.rl.grpo.make_trainer` for ``rl``'s settings with ``episodes`` as its environment: one rollout
-    batch of ``rl.questions_per_step`` groups per optimizer step, in ``rl.grad_accum`` micro-batches, over
-    ``rl.steps`` steps; checkpoints in ``checkpoint_dir`` (the newest ``save_total_limit``; None: all)."""
-    from datasets import Dataset
-    from trl import GRPOConfig
+def grpo_config(rl: RLParams, checkpoint_dir: Path, save_total_limit: int | None = 2):
+    """TRL's ``GRPOConfig`` for ``rl``: one rollout batch of ``rl.questions_per_step`` groups per optimizer step, in
+    ``rl.grad_accum`` micro-batches, over ``rl.steps`` steps; checkpoints in ``checkpoint_dir`` (the newest
+    ``save_total_limit``; None: all). Building it needs neither a GPU nor vLLM.
 
-    from searchlab.rl.grpo import make_trainer
+    With ``rl.use_vllm`` TRL's ``vllm_importance_sampling_correction`` stays on (its default): the rollouts
+    report vLLM's sampling log-probabilities (:func:`searchlab.rl.grpo.trl_batch`)."""
+    from trl import GRPOConfig
 
     settings = trainer_settings(checkpoint_dir, rl.seed, rl.save_steps, rl.logging_steps, rl.activation_checkpointing)
     args = GRPOConfig(
@@ -153,8 +152,21 @@ def make_search_trainer(rl: RLParams, model, tokenizer, episodes, checkpoint_dir
     )
     # GRPO counts the tokens it rolls out itself; the Trainer's own count looks for input_ids the slots lack
     args.include_num_input_tokens_seen = "no"
-    # one slot per question drawn: the environment fills the slots of each step when they are rolled out
-    slots = Dataset.from_dict({"prompt": [str(i) for i in range(rl.steps * rl.questions_per_step)]})
+    return args
+
+
+def make_search_trainer(rl: RLParams, model, tokenizer, episodes, checkpoint_dir: Path, callbacks: list | None = None,
+                        save_total_limit: int | None = 2):
+    """:func:`searchlab.rl.grpo.make_trainer` for ``rl``'s settings (:func:`grpo_config`) with ``episodes`` as its
+    environment."""
+    from datasets import Dataset
+
+    from searchlab.rl.grpo import make_trainer
+
+    args = grpo_config(rl, checkpoint_dir, save_total_limit)
+    # one slot per question drawn, by every process (each draws rl.questions_per_step a step): the environment fills
+    # the slots of each step when they are rolled out, and the run is one pass over them in every process count
+    slots = Dataset.from_dict({"prompt": [str(i) for i in range(rl.steps * rl.questions_per_step * world_size())]})
     return make_trainer(model=model, args=args, train_dataset=slots, processing_class=tokenizer,
                         callbacks=callbacks, episodes=episodes, rl=rl, peft_config=peft_config(rl.lora))
 

@@ -67,6 +67,20 @@ def proposer_reward(proposal: Proposal, params: SelfPlayParams) -> float:
     return 1.0 - s if params.proposer_reward == "1-s" else 4.0 * s * (1.0 - s)
 
 
+def unique_across_processes(proposals: list[Proposal], rank: int) -> None:
+    """Turn this process's verified proposals whose question a process before it verified this round into
+    duplicates (:func:`searchlab.selfplay.verify.verify` sees only its own process's proposals and the earlier
+    rounds'), so a round keeps each question once however many processes propose. Every process must call it:
+    it gathers from all of them."""
+    from accelerate.utils import gather_object
+
+    mine = [normalize_answer(x.question) for x in proposals if x.verified]
+    earlier = {key for keys in gather_object([mine])[:rank] for key in keys}
+    for x in proposals:
+        if x.verified and normalize_answer(x.question) in earlier:
+            x.verified, x.reason = False, "duplicate"
+
+
 def round_file(rounds_dir: Path, index: int) -> Path:
     return rounds_dir / f"round-{index:04d}.jsonl"
 
@@ -124,10 +138,11 @@ class SelfPlayRounds:
         if len(prompts) != expected:
             raise ValueError(f"the trainer asked for {len(prompts)} episodes, a round has {expected}")
         step, rank = trainer.state.global_step, trainer.accelerator.process_index
+        world = trainer.accelerator.num_processes
         if self.kept is None:
             self._read_history(step)
         started = time.perf_counter()
-        answers = [a for a in draw_seeds(self.seeds, step, p.proposals_per_round, p.seed, rank)
+        answers = [a for a in draw_seeds(self.seeds, step, p.proposals_per_round, p.seed, rank, world)
                    for _ in range(generations)]
         params = training_rollout_params(self.rollout_params, self.rl, step, len(answers), rank)
         log = HitLog(self.retriever)
@@ -138,6 +153,7 @@ class SelfPlayRounds:
                                   e.completion) for a, e in zip(answers, proposer_episodes)]
             verify(proposals, model, self.tokenizer, self.retriever, policy_params(trainer, self.rollout_params),
                    self.kept, p.max_question_words, self.kb_check, p.kb_filter, p.grounded)
+            unique_across_processes(proposals, rank)
             verified = [x for x in proposals if x.verified]
             rng = random.Random(f"{p.seed}/selfplay/solver/{step}/{rank}")
             fresh = [(x.question, x.answer) for x in rng.sample(verified, len(verified))]

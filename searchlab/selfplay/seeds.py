@@ -62,7 +62,25 @@ def seed_answers(corpus_dir: Path, qa: QAParams, kind: str = "names", max_words:
     return [found[key] for key in sorted(found)]
 
 
-def draw_seeds(seeds: list[str], round_index: int, count: int, seed: int, rank: int = 0) -> list[str]:
-    """``count`` distinct seed answers for round ``round_index`` (and process ``rank``): the same on every rerun."""
-    rng = random.Random(f"{seed}/selfplay/{round_index}/{rank}")
-    return rng.sample(seeds, min(count, len(seeds)))
+def draw_seeds(seeds: list[str], round_index: int, count: int, seed: int, rank: int = 0, world: int = 1) -> list[str]:
+    """``count`` distinct seed answers for round ``round_index`` and process ``rank`` of ``world``: the same on
+    every rerun.
+
+    The processes draw their shares in turn from one generator of the round, each from the seeds the shares
+    before it left, so they propose for different answers, and process 0 draws what a one-process run draws.
+    When the seeds are fewer than ``count × world``, the later shares wrap around the round's draw and repeat
+    answers an earlier process has; self-play's duplicate check, which spans processes, keeps one question of each.
+
+    >>> [draw_seeds(["a", "b", "c"], 0, 2, 0, rank, world=2) for rank in (0, 1)]
+    [['c', 'b'], ['a', 'c']]
+    """
+    if not 0 <= rank < world:
+        raise ValueError(f"process {rank} is not one of {world}")
+    count = min(count, len(seeds))
+    rng = random.Random(f"{seed}/selfplay/{round_index}/0")
+    drawn, left = [], list(seeds)
+    while left and len(drawn) < count * (rank + 1):
+        share = rng.sample(left, min(count, len(left)))
+        drawn, taken = drawn + share, set(share)
+        left = [s for s in left if s not in taken]
+    return [drawn[(rank * count + i) % len(drawn)] for i in range(count)]

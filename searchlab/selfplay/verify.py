@@ -18,7 +18,8 @@ when, in this order (the first failure is its ``reason``):
    a question the model answers from memory teaches no searching);
 4. with ``kb_filter`` only, the knowledge base confirms it (``kb_wrong``);
 5. it is not, normalised, a question already kept (``duplicate``), in an
-   earlier round or earlier in this one.
+   earlier round or earlier in this one (in a run of several processes, also
+   by a process before this one: :func:`searchlab.selfplay.rounds.unique_across_processes`).
 
 Where the corpus has a knowledge base, :class:`KBCheck` also says whether the
 verified question is right and unique by the KB: reported beside the

@@ -33,12 +33,13 @@ from searchlab.train.launch import launch
 POINTER = "base.json"  # in a base folder that holds no model: {"name_or_path": ...}
 
 
-def build_base(model: ModelParams, corpus_jsonl: Path, demos_jsonl: Path, out_dir: Path, work_dir: Path,
-               root: Path | None = None) -> dict:
+def build_base(model: ModelParams, corpus_jsonl: Path | None, demos_jsonl: Path | None, out_dir: Path,
+               work_dir: Path, root: Path | None = None) -> dict:
     """Make the starting model in ``out_dir`` (see the module doc); return its figures (``pretrain_*`` for the
     pretraining, ``convert_seconds`` etc. for a GGUF checkpoint). ``work_dir`` keeps the initial model and the
     pretraining checkpoints, so a rerun after a crash continues the pretraining where it stopped. A relative
-    ``.gguf`` path is relative to ``root``."""
+    ``.gguf`` path is relative to ``root``. The corpus and demonstrations are read for the tiny model only
+    (questions read from files come with no demonstrations: its tokenizer then learns from the corpus alone)."""
     gguf = gguf_file(model.name_or_path, root)
     if gguf is not None:
         return convert_gguf(gguf, out_dir, pick_dtype(model.dtype))
@@ -48,7 +49,8 @@ def build_base(model: ModelParams, corpus_jsonl: Path, demos_jsonl: Path, out_di
     initial = work_dir / "initial"
     if not (initial / "config.json").is_file():  # deterministic: a resumed run builds the same one
         passages = (record["contents"] for _, record in iter_jsonl(corpus_jsonl))
-        demos = (demo["prompt"] + demo["completion"] for _, demo in iter_jsonl(demos_jsonl))
+        demos = (demo["prompt"] + demo["completion"] for _, demo in iter_jsonl(demos_jsonl)) \
+            if demos_jsonl is not None and demos_jsonl.is_file() else ()
         bootstrap_tiny(model.tiny, (text for source in (passages, demos) for text in source), initial)
     if model.tiny.pretrain.epochs == 0:
         shutil.copytree(initial, out_dir, dirs_exist_ok=True)

@@ -29,6 +29,7 @@ import contextvars
 import json
 import logging
 import os
+import socket
 import subprocess
 import sys
 import threading
@@ -58,8 +59,9 @@ def launch(module: str, job: dict[str, Any], job_dir: Path, num_processes: int |
     accelerate config (``accelerate config`` writes one; DeepSpeed and FSDP are
     set there); ``num_processes`` overrides
     its process count. Without a config: ``num_processes``, or one process per
-    visible GPU (one on a CPU). The workers' output goes to this process's
-    stdout/stderr.
+    visible GPU (one on a CPU); several start through torchrun
+    (:func:`distributed_options`), on a CPU too (joined with gloo). The
+    workers' output goes to this process's stdout/stderr.
     """
     job_dir.mkdir(parents=True, exist_ok=True)
     result, error, progress = job_dir / "result.json", job_dir / "error.txt", job_dir / "progress.log"
@@ -78,6 +80,8 @@ def launch(module: str, job: dict[str, Any], job_dir: Path, num_processes: int |
                     "--dynamo_backend", "no",
                     # accelerate's own default is one thread per process, which halves CPU training on two cores
                     "--num_cpu_threads_per_process", str(max(1, _cpu_threads() // processes))]
+        if processes > 1:
+            command += distributed_options()
     command += ["-m", module, str(job_file)]
     quiet_libraries()  # before the workers import datasets and transformers: they inherit the switches
     # stdin: the pipe workers watch (see the module docstring); we never write to it
@@ -163,6 +167,36 @@ def run_job(main: Callable[[dict[str, Any]], None], job_file: str) -> None:
             except OSError:  # another process's report is there already, or the disk is full: the output still has it
                 pass
         raise
+
+
+def world_size() -> int:
+    """The processes of the job this worker belongs to (torchrun's ``WORLD_SIZE``; 1 outside a launch).
+
+    Read from the environment, not from accelerate's state, which would start
+    the process group before the Trainer's arguments set its backend.
+    """
+    return int(os.environ.get("WORLD_SIZE", "1"))
+
+
+def distributed_options() -> list[str]:
+    """The ``accelerate launch`` options that start several processes on one machine without a config file.
+
+    ``--multi_gpu`` is accelerate's name for its torchrun launcher, which starts
+    ``--num_processes`` processes on GPUs and CPUs alike; without it accelerate
+    starts one process on a machine without GPUs (it expects ``mpirun`` for
+    several CPU processes), which would train alone while its figures claimed
+    more. On a CPU the processes join with gloo (the Trainer's ``use_cpu``).
+    The rendezvous port is a free one, so that two launches at once (two
+    stages, two test runs) do not meet on accelerate's default 29500.
+    """
+    return ["--multi_gpu", "--main_process_port", str(_free_port())]
+
+
+def _free_port() -> int:
+    """A TCP port on this machine that nothing listens on now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def _gpu_count() -> int:

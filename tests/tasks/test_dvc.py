@@ -15,7 +15,8 @@ from tests.conftest import BIN, REPO, make_project, run_cli
 
 
 def test_dvc_yaml_matches_stage_declarations():
-    assert (REPO / "dvc.yaml").read_text() == render_dvc_yaml(STAGES, REPO), "run `searchlab dvc-yaml`"
+    default = load_params(REPO / "params/default.yaml")
+    assert (REPO / "dvc.yaml").read_text() == render_dvc_yaml(default, REPO), "run `searchlab dvc-yaml`"
     assert (REPO / ".dvc/config").read_text().count("remote = local") == 1  # a default remote is configured
 
 

@@ -14,7 +14,7 @@ from searchlab.eval.benchmarks import BenchmarkError
 from searchlab.params import load_params
 from tasks.evaluate import STAGE, load_benchmarks
 from tasks.sft import STAGE as SFT_STAGE
-from tasks.stage import check_external, explain_change, fingerprint, fingerprint_inputs
+from tasks.stage import explain_change, fingerprint, fingerprint_inputs
 
 REPO = Path(__file__).resolve().parents[2]
 UPSTREAM = {"index": "i", "benchmarks": "b", "sft": "s", "rl": "r", "selfplay": "p", "corpus": "c", "qa": "q", "base": "m"}
@@ -47,9 +47,9 @@ def test_an_edited_external_file_changes_the_fingerprint_and_status_names_it(tmp
 
 def test_a_missing_external_file_or_model_folder_is_named_before_anything_runs(tmp_path):
     with pytest.raises(ValueError, match=r"eval.benchmarks.mine.path: no such file: .*absent.jsonl"):
-        check_external([STAGE], _params("eval.benchmarks.mine.path=absent.jsonl"), tmp_path)
+        STAGE.external(_params("eval.benchmarks.mine.path=absent.jsonl"), tmp_path)
     with pytest.raises(ValueError, match=r"eval.models.1: models/base: no Hugging Face model folder"):
-        check_external([STAGE], _params("eval.models=[sft, models/base]"), tmp_path)
+        STAGE.external(_params("eval.models=[sft, models/base]"), tmp_path)
     model = tmp_path / "models/base"
     model.mkdir(parents=True)
     (model / "config.json").write_text("{}")
@@ -64,13 +64,13 @@ def test_a_malformed_external_benchmark_is_named_with_its_line_before_anything_r
     bench = _write(tmp_path / "mine.jsonl", "Who?", "What?")
     bench.write_text(bench.read_text() + '{"id": "q2", "question": "Where?"}\n')  # line 3 has no answers
     with pytest.raises(ValueError, match=rf"eval.benchmarks.mine: {bench}: line 3: key 'golden_answers' is missing"):
-        check_external([STAGE], _params("eval.benchmarks.mine.path=mine.jsonl"), tmp_path)
+        STAGE.external(_params("eval.benchmarks.mine.path=mine.jsonl"), tmp_path)
     # the declared format is the one checked: a valid FlashRAG file is not a HotpotQA list
     _write(bench, "Who?")
     with pytest.raises(ValueError, match=rf"eval.benchmarks.mine: {bench}: expected a JSON list of records"):
-        check_external([STAGE], _params("eval.benchmarks.mine.path=mine.jsonl",
+        STAGE.external(_params("eval.benchmarks.mine.path=mine.jsonl",
                                          "eval.benchmarks.mine.format=hotpotqa"), tmp_path)
-    check_external([STAGE], _params("eval.benchmarks.mine.path=mine.jsonl"), tmp_path)
+    STAGE.external(_params("eval.benchmarks.mine.path=mine.jsonl"), tmp_path)
 
 
 def test_benchmarks_built_in_suites_sampled_then_external_files(tmp_path):
@@ -93,11 +93,13 @@ def test_benchmarks_built_in_suites_sampled_then_external_files(tmp_path):
         "records-single"]
 
 
-def test_every_model_stage_is_an_upstream_of_evaluate_and_a_model_source_by_its_name():
-    """A stage that makes an agent model (it registers one) is named by its stage name wherever a model is chosen
-    (`eval.models`, `searchlab ask --model`), and evaluate reads its output, so its fingerprint covers it."""
-    from tasks.evaluate import MODEL_UPSTREAM
-    from tasks.registry import MODEL_STAGES
+def test_evaluate_reads_exactly_the_model_stages_eval_models_names():
+    """A model stage is named by its stage name wherever a model is chosen (`eval.models`, `rl.init`,
+    `searchlab ask --model`); evaluate reads the outputs of those it names, and no other."""
+    from tasks.registry import STAGES
+    from tasks.sources import MODEL_STAGES
 
-    assert MODEL_STAGES == ("sft", "selfplay", "rl")
-    assert set(MODEL_STAGES) | {"base"} == set(MODEL_UPSTREAM) <= set(STAGE.upstream)
+    assert set(MODEL_STAGES) == {s.name for s in STAGES if s.registers is not None} | {"base"}
+    assert STAGE.needs(_params("eval.models=[sft, rl, selfplay]")) == ("index", "benchmarks", "sft", "rl", "selfplay")
+    assert STAGE.needs(_params("eval.models=[base]")) == ("index", "benchmarks", "base")
+    assert STAGE.needs(_params("eval.models=[base, models/x]", "eval.suites=[]")) == ("index", "base")

@@ -189,6 +189,26 @@ def test_search_r1_as_released_keeps_flashrag_columns_and_repeats_ids_across_sou
     assert "golden_answers" not in questions[0].metadata and "prompt" not in questions[0].metadata
 
 
+@pytest.mark.parametrize("container", ["jsonl", "parquet"])
+def test_verl_rows_of_other_projects_import_answers_as_a_list_or_a_string_and_the_bare_question(tmp_path,
+                                                                                                container):
+    """verl files in the wild: ``ground_truth`` as a list or a plain string instead of ``{"target": [...]}``, and a
+    user message that is the bare question instead of Search-R1's instruction."""
+    rows = [{**_search_r1_row("unused", None, 0), "reward_model": {"style": "rule", "ground_truth": ["Paris", "paris"]},
+             "prompt": [{"role": "user", "content": "What is the capital of France?"}]},
+            {**_search_r1_row("Who wrote Hamlet?", None, 1), "reward_model": {"style": "rule",
+                                                                              "ground_truth": ["Shakespeare"]}}]
+    strings = [{**row, "reward_model": {"style": "rule", "ground_truth": answers}}
+               for row, answers in zip(rows, ["Paris", "William Shakespeare"])]
+    write = _parquet if container == "parquet" else _records_jsonl
+    as_list = load_benchmark(write(tmp_path / f"list.{container}", rows), "v")
+    as_string = load_benchmark(write(tmp_path / f"string.{container}", strings), "v")
+    assert [(q.question, q.answers) for q in as_list] == [("What is the capital of France?", ["Paris", "paris"]),
+                                                          ("Who wrote Hamlet?", ["Shakespeare"])]
+    assert [(q.question, q.answers) for q in as_string] == [("What is the capital of France?", ["Paris"]),
+                                                            ("Who wrote Hamlet?", ["William Shakespeare"])]
+
+
 def test_search_r1_question_from_extra_info(tmp_path):
     row = _search_r1_row("ignored?", ["x"], 0)
     row["extra_info"]["question"] = "From extra_info?"
@@ -202,9 +222,10 @@ def test_search_r1_question_from_extra_info(tmp_path):
         ({"reward_model": {"style": "rule"}}, "'reward_model.ground_truth' is missing"),
         ({"reward_model": {"ground_truth": {"target": []}}}, "'reward_model.ground_truth.target'"),
         ({"reward_model": {"ground_truth": {"target": [1]}}}, "'reward_model.ground_truth.target'"),
-        ({"reward_model": {"ground_truth": ["x"]}}, "'reward_model.ground_truth'"),
+        ({"reward_model": {"ground_truth": []}}, "'reward_model.ground_truth' is an empty list"),
+        ({"reward_model": {"ground_truth": 3}}, "'reward_model.ground_truth'"),
         ({"reward_model": "x"}, "'reward_model'"),
-        ({"prompt": [{"role": "user", "content": "no marker here"}]}, "'prompt'"),
+        ({"prompt": [{"role": "user", "content": "Instructions. Question:  \n"}]}, "'prompt'"),
         ({"prompt": [{"role": "system", "content": "Question: q?"}]}, "'prompt'"),
         ({"prompt": "Question: q?"}, "'prompt'"),
         ({"data_source": ""}, "'data_source'"),

@@ -1,0 +1,268 @@
+"""The preflight of ``searchlab plan`` and ``searchlab run``: the stages a params file asks for, and every problem
+with its inputs, found before anything is trained.
+
+:func:`preflight` computes the stage graph (:func:`tasks.registry.plan`), then checks, without training anything,
+that each input the planned stages read exists and parses (the corpus file, question and benchmark files with
+their formats and counts, model folders and GGUF files, accelerate configs), and that the params are coherent
+together (a KB-only option without a KB, sft without demonstrations, vLLM without CUDA). It collects every problem
+instead of stopping at the first, each with its params key and where that key is written.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from searchlab.corpus.importers import jsonl_records, passage
+from searchlab.eval.benchmarks import BenchmarkError, detect_format, load_benchmark
+from searchlab.jsonl import RecordError
+from searchlab.params import Params, key_lines
+from tasks.evaluate import uses_built_in_suites
+from tasks.registry import BY_NAME, plan
+from tasks.stage import Stage
+
+KB_SOURCES = ("synthetic", "records")  # corpus sources that come with a knowledge base (kb.jsonl)
+CORPUS_SAMPLE = 1000  # records of a passage file checked before the run (the corpus stage reads them all)
+
+
+@dataclass
+class Problem:
+    """One thing that would make the run fail: the params key at fault, what is wrong, and where it is written."""
+
+    key: str
+    message: str
+    where: str = ""  # "params/x.yaml line 12" (the file as given), "--set", or "" when the key is a default
+    # a need of the machine that runs the stages (a CUDA GPU), not of the params: `searchlab plan` on a laptop for
+    # a GPU machine reports it as a note, `searchlab run` as a problem
+    machine: bool = False
+
+    def __str__(self) -> str:
+        return f"{self.where + ': ' if self.where else ''}{self.key}: {self.message}"
+
+
+@dataclass
+class Preflight:
+    """What :func:`preflight` found: the stages in order, the inputs it checked (``{key: what it found}``) and the
+    problems."""
+
+    stages: list[Stage]
+    inputs: dict[str, str] = field(default_factory=dict)
+    problems: list[Problem] = field(default_factory=list)
+
+
+def preflight(params: Params, params_file: Path, root: Path, targets: list[str] | tuple[str, ...] = (),
+              overrides: list[str] | tuple[str, ...] = ()) -> Preflight:
+    """Plan the stages for ``targets`` (evaluate and what it needs, if empty) and check their inputs; see the
+    module doc. ``overrides`` are the ``--set`` values, so a problem they made is blamed on them."""
+    lines = key_lines(root / params_file)
+    try:
+        stages = plan(targets, params)
+    except ValueError as err:
+        return Preflight([], problems=[Problem("stages", str(err))])
+    found = Preflight(stages)
+    names = {stage.name for stage in stages}
+    checks = [_coherence, _corpus, _question_files, _models, _accelerate_configs, _externals]
+    for check in checks:
+        for key, message in check(params, root, names, found.inputs):
+            found.problems.append(Problem(key, message, _where(key, params_file, lines, overrides)))
+    for key, message in _machine(params, names):
+        found.problems.append(Problem(key, message, _where(key, params_file, lines, overrides), machine=True))
+    return found
+
+
+def _where(key: str, params_file: Path, lines: dict[str, int], overrides) -> str:
+    """Where ``key`` (or the nearest section above it) is set: a ``--set``, or the params file and line."""
+    if any(o.partition("=")[0].strip() == key for o in overrides):
+        return "--set"
+    parts = key.split(".")
+    for n in range(len(parts), 0, -1):
+        line = lines.get(".".join(parts[:n]))
+        if line:
+            return f"{params_file} line {line}"
+    return ""
+
+
+# ---------------------------------------------------------------- checks: each yields (key, message)
+def _coherence(params: Params, root: Path, names: set[str], inputs: dict[str, str]):
+    """Params that cannot work together, for the stages that will run."""
+    has_kb = params.corpus.source in KB_SOURCES
+    files = params.qa.source == "files"
+    no_kb = (f"the corpus has no knowledge base (corpus.source: {params.corpus.source}; only "
+             f"{' and '.join(KB_SOURCES)} corpora have one)")
+    if "qa" in names and not files and not has_kb:
+        yield "qa.source", (f"synthesis builds questions from a knowledge base, and {no_kb}; read labeled "
+                            "questions instead (qa.source: files, qa.files)")
+    if "rl" in names and "clpo" in params.rl.curriculum and not has_kb:
+        yield "rl.curriculum", f"clpo restructures questions over the knowledge base, and {no_kb}"
+    if "selfplay" in names and params.selfplay.kb_filter and not has_kb:
+        yield "selfplay.kb_filter", f"the KB filter checks proposals against the knowledge base, and {no_kb}"
+    if files and "sft" in names:
+        yield _why_needed("sft", params, names), (
+            "the sft stage learns from synthesized demonstrations, and qa.source is files (no demonstrations); start "
+            "from the base model instead (rl.init: base, selfplay.init: base) and evaluate base and rl")
+    if files and "rl" in names and "qa" in params.rl.questions:
+        wants_buckets = [kind for kind in params.rl.curriculum if kind in ("difficulty", "sec")]
+        if wants_buckets:
+            yield "rl.curriculum", (f"{' and '.join(wants_buckets)} draw by difficulty bucket, which only synthesized "
+                                    "questions have (qa.source is files); use [] or noise")
+        if params.rl.reward.rubric_weight > 0:
+            yield "rl.reward.rubric_weight", ("the citation rubric checks each hop of a synthesized question's "
+                                              "evidence chain, which questions read from files do not have")
+    if "evaluate" in names:
+        if files and params.eval.suites not in ("all", []):
+            yield "eval.suites", ("built-in suites are held out by QA synthesis, and qa.source is files; evaluate on "
+                                  "eval.benchmarks files (eval.suites: [])")
+        if not uses_built_in_suites(params) and not params.eval.benchmarks:
+            yield "eval.benchmarks", "no benchmark to evaluate on: name a file here (no built-in suite applies)"
+
+
+def _machine(params: Params, names: set[str]):
+    """What the stages need of this machine: a CUDA GPU for vLLM."""
+    vllm = {"rl.use_vllm": "rl" in names and params.rl.use_vllm,
+            "selfplay.use_vllm": "selfplay" in names and params.selfplay.use_vllm,
+            "rollout.engine": params.rollout.engine == "vllm" and bool(names & {"sft", "rl", "selfplay", "evaluate"})}
+    if any(vllm.values()):
+        import torch
+
+        if not torch.cuda.is_available():
+            for key in (k for k, wanted in vllm.items() if wanted):
+                yield key, "vLLM needs a CUDA GPU, and this machine has none"
+
+
+def _why_needed(stage: str, params: Params, names: set[str]) -> str:
+    """The params key that pulls ``stage`` into the run (for the message of a stage that cannot be built)."""
+    if "rl" in names and params.rl.init == stage:
+        return "rl.init"
+    if "selfplay" in names and params.selfplay.init == stage:
+        return "selfplay.init"
+    if "evaluate" in names and stage in params.eval.model_sources().values():
+        return "eval.models"
+    return "stages"
+
+
+def _corpus(params: Params, root: Path, names: set[str], inputs: dict[str, str]):
+    """The passage file of an imported corpus: it exists, and its first records are passages."""
+    corpus = params.corpus
+    if "corpus" not in names or corpus.source == "synthetic":
+        return
+    path = root / corpus.path
+    if not path.exists():
+        yield "corpus.path", f"no such file or folder: {path}"
+        return
+    if corpus.source == "jsonl" and path.is_file():
+        checked = 0
+        for line, record in jsonl_records(path):
+            if checked == CORPUS_SAMPLE:
+                break
+            try:
+                if isinstance(record, RecordError):
+                    raise record
+                passage(record, "id", path, line)
+            except RecordError as err:
+                if corpus.on_error == "fail":
+                    yield "corpus.path", str(err)
+                    return
+            checked += 1
+        inputs["corpus.path"] = f"{corpus.path}: {corpus.source}, first {checked} records are passages"
+    else:
+        inputs["corpus.path"] = f"{corpus.path}: {corpus.source} (read by the corpus stage)"
+
+
+def _question_files(params: Params, root: Path, names: set[str], inputs: dict[str, str]):
+    """Training question files (``qa.files``) and benchmark files (``eval.benchmarks``): each parses whole."""
+    files = {}
+    if "qa" in names and params.qa.source == "files":
+        files.update({f"qa.files.{n}": s for n, s in params.qa.files.items()})
+    if "evaluate" in names or ("qa" in names and params.qa.source == "files"):
+        files.update({f"eval.benchmarks.{n}": s for n, s in params.eval.benchmarks.items()})
+    for key, spec in files.items():
+        path = root / spec.path
+        if not path.is_file():
+            yield f"{key}.path", f"no such file: {path}"
+            continue
+        try:
+            questions = load_benchmark(path, key.rsplit(".", 1)[-1], spec.format)
+            format = spec.format if spec.format != "auto" else detect_format(path)
+        except BenchmarkError as err:
+            yield key, str(err)
+            continue
+        except OSError as err:
+            yield f"{key}.path", f"cannot read {path}: {err.strerror}"
+            continue
+        sample = f", a sample of {spec.sample}" if spec.sample and spec.sample < len(questions) else ""
+        inputs[key] = f"{spec.path}: {format}, {len(questions)} questions{sample}"
+
+
+def _models(params: Params, root: Path, names: set[str], inputs: dict[str, str]):
+    """The starting model (``model.name_or_path``) when the base stage runs: a GGUF file, a local folder, the tiny
+    model, or a hub id (fetched at run time, so only named here)."""
+    from searchlab.model.gguf import gguf_file
+
+    if "base" not in names:
+        return
+    name = params.model.name_or_path
+    try:
+        gguf = gguf_file(name, root)
+    except FileNotFoundError as err:
+        yield "model.name_or_path", str(err)
+        return
+    if gguf is not None:
+        inputs["model.name_or_path"] = f"{name}: GGUF checkpoint {gguf}"
+    elif name == "tiny":
+        inputs["model.name_or_path"] = "tiny: built from the corpus (and demonstrations) by the base stage"
+    elif (root / name).exists() or name.startswith((".", "/")):
+        if not (root / name / "config.json").is_file():
+            yield "model.name_or_path", f"{root / name}: no Hugging Face model folder (no config.json)"
+        else:
+            inputs["model.name_or_path"] = f"{name}: Hugging Face folder"
+    else:
+        inputs["model.name_or_path"] = f"{name}: a hub id, fetched when the base stage runs (needs the hub)"
+
+
+def _accelerate_configs(params: Params, root: Path, names: set[str], inputs: dict[str, str]):
+    """Each planned training stage's accelerate config: it exists and is a YAML mapping."""
+    for stage in ("sft", "rl", "selfplay"):
+        config = getattr(params, stage).accelerate_config
+        if stage not in names or not config:
+            continue
+        key, path = f"{stage}.accelerate_config", root / config
+        try:
+            data = yaml.safe_load(path.read_text())
+        except OSError as err:
+            yield key, f"cannot read {path}: {err.strerror}"
+            continue
+        except yaml.YAMLError as err:
+            yield key, f"{path}: not valid YAML: {err}"
+            continue
+        if not isinstance(data, dict):
+            yield key, f"{path}: expected a YAML mapping of accelerate settings"
+            continue
+        inputs[key] = f"{config}: {data.get('distributed_type', 'NO')}, {data.get('num_processes', 1)} process(es)"
+
+
+def _externals(params: Params, root: Path, names: set[str], inputs: dict[str, str]):
+    """The other inputs the stages declare (model folders, registry references, a GGUF file, a simulator), one
+    stage at a time, so every stage's problem is reported; evaluate's models one at a time; the question and
+    benchmark files :func:`_question_files` read are not reported twice."""
+    from tasks.sources import resolve, stage_of
+
+    for name in sorted(names, key=list(BY_NAME).index):
+        stage = BY_NAME[name]
+        if name == "evaluate":
+            for index, source in enumerate(params.eval.model_sources().values()):
+                if stage_of(source) is None:
+                    try:
+                        inputs[f"eval.models.{index}"] = f"{source}: {resolve(source, '', params, root)}"
+                    except ValueError as err:
+                        yield f"eval.models.{index}", str(err).removeprefix(": ")
+            continue
+        if stage.external is None or name in ("qa", "base"):  # checked by _question_files and _models
+            continue
+        try:
+            for label, path in stage.external(params, root).items():
+                inputs.setdefault(label, str(path))
+        except ValueError as err:
+            key, _, message = str(err).partition(": ")
+            yield key, message

@@ -1,0 +1,86 @@
+"""Training questions read from labeled files (qa.source: files): the formats evaluation reads, the leakage check
+against the evaluated benchmarks, the seeded dev split, and the schema the training stages read."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from searchlab.jsonl import read_jsonl
+from searchlab.params import QAParams, QuestionFileParams
+from searchlab.questions import OverlapError, import_questions, is_dev
+
+PROMPT = "Answer the given question. ... For example, <answer> Beijing </answer>. Question: {q}\n"
+
+
+def _verl(path: Path, rows: list[tuple[str, list[str]]]) -> Path:
+    """Search-R1's verl rows in Parquet, as its data scripts write them."""
+    pq.write_table(pa.Table.from_pylist([
+        {"id": f"train_{i}", "data_source": "nq", "prompt": [{"role": "user", "content": PROMPT.format(q=q)}],
+         "ability": "fact-reasoning", "reward_model": {"style": "rule", "ground_truth": {"target": a}},
+         "extra_info": {"split": "train", "index": i}} for i, (q, a) in enumerate(rows)]), path)
+    return path
+
+
+def _flashrag(path: Path, rows: list[tuple[str, str, list[str]]]) -> Path:
+    path.write_text("".join(json.dumps({"id": i, "question": q, "golden_answers": a}) + "\n" for i, q, a in rows))
+    return path
+
+
+TRAIN = [(f"What is the capital of country {n}?", [f"City {n}"]) for n in range(40)]
+
+
+def _qa(**changes) -> QAParams:
+    return QAParams(source="files", files={"nq": QuestionFileParams(path="train.parquet")}, dev_share=0.2, **changes)
+
+
+def test_questions_import_with_the_overlap_dropped_and_reported_per_pair(tmp_path):
+    _verl(tmp_path / "train.parquet", TRAIN)
+    # one question the same up to case and punctuation, one by id (Search-R1 prefixes ids with the data source)
+    _flashrag(tmp_path / "test.jsonl", [("t0", "what is the CAPITAL of country 3", ["City 3"]),
+                                        ("nq-train_7", "A question worded otherwise?", ["City 7"]),
+                                        ("t2", "Unrelated?", ["x"])])
+    _flashrag(tmp_path / "other.jsonl", [("o0", "Nothing shared?", ["y"])])
+    benchmarks = {"test": QuestionFileParams(path="test.jsonl"), "other": QuestionFileParams(path="other.jsonl")}
+    out = tmp_path / "qa"
+    out.mkdir()
+    counts = import_questions(_qa(), benchmarks, tmp_path, out)
+    assert counts["read"] == 40 and counts["overlap_dropped"] == 2
+    assert counts["overlap.nq.test"] == 2 and counts["overlap.nq.other"] == 0
+    train, dev = read_jsonl(out / "train.jsonl"), read_jsonl(out / "dev.jsonl")
+    assert len(train) + len(dev) == 38 and 0 < len(dev) < 38
+    kept = {q["question"] for q in train + dev}
+    assert "What is the capital of country 3?" not in kept and "What is the capital of country 7?" not in kept
+    assert read_jsonl(out / "heldout.jsonl") == []
+    first = train[0]
+    assert first["type"] == "nq" and first["evidence"] is None and first["features"] == {"bucket": None}
+    assert first["question"].startswith("What is the capital") and first["answers"][0].startswith("City")
+    report = json.loads((out / "overlap.json").read_text())
+    pair = {(p["train"], p["benchmark"]): p for p in report["pairs"]}[("nq", "test")]
+    assert (pair["overlap"], pair["by_text"], pair["by_id"]) == (2, 1, 1)
+    assert "| nq | test | 40 | 3 | 2 | 1 | 1 |" in (out / "datasheet.md").read_text()
+    # the split is a function of the question alone: the same questions in another order split the same way
+    _verl(tmp_path / "train.parquet", TRAIN[::-1])
+    again = tmp_path / "again"
+    again.mkdir()
+    import_questions(_qa(), benchmarks, tmp_path, again)
+    assert {q["question"] for q in read_jsonl(again / "dev.jsonl")} == {q["question"] for q in dev}
+    assert all(is_dev(q["question"], 0, 0.2) for q in dev)
+
+
+def test_on_overlap_fail_names_the_pair_and_a_question(tmp_path):
+    _verl(tmp_path / "train.parquet", TRAIN)
+    _flashrag(tmp_path / "test.jsonl", [("t0", "What is the capital of country 5?", ["City 5"])])
+    with pytest.raises(OverlapError, match=r"qa.files.nq are in eval.benchmarks.test .*country 5"):
+        import_questions(_qa(on_overlap="fail"), {"test": QuestionFileParams(path="test.jsonl")}, tmp_path, tmp_path)
+
+
+def test_a_bad_training_file_is_named_by_key_file_line_and_key(tmp_path):
+    (tmp_path / "train.jsonl").write_text('{"question": "Q?", "golden_answers": ["a"]}\n{"question": "R?"}\n')
+    qa = QAParams(source="files", files={"mine": QuestionFileParams(path="train.jsonl")})
+    with pytest.raises(ValueError, match=r"qa.files.mine: .*train.jsonl: line 2: key 'golden_answers' is missing"):
+        import_questions(qa, {}, tmp_path, tmp_path)

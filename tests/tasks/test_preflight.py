@@ -1,0 +1,106 @@
+"""`searchlab plan` / the preflight of `searchlab run`: the stages a params file needs and every problem with its
+inputs, each with its key and line, found before anything is trained."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from searchlab.params import load_params
+from tasks.preflight import preflight
+from tests.conftest import REPO, make_project, run_cli
+
+MISTAKES = """\
+corpus: {source: jsonl, path: examples/own-data/passages.jsonl}
+qa:
+  source: files
+  files:
+    geo: {path: missing/train.parquet}
+model: {name_or_path: smollm2-135m-instruct}
+rl:
+  init: base
+  curriculum: [clpo]
+  accelerate_config: configs/absent.yaml
+eval:
+  suites: []
+  benchmarks:
+    bad: {path: bad.jsonl}
+  models: [base, sft, rl]
+"""
+
+
+def _project(tmp_path: Path) -> Path:
+    project = make_project(tmp_path / "project")
+    shutil.copytree(REPO / "examples/own-data", project / "examples/own-data")
+    return project
+
+
+def test_the_own_data_profile_plans_without_sft_selfplay_or_synthesis_and_checks_every_file():
+    found = preflight(load_params(REPO / "params/own-data.yaml"), Path("params/own-data.yaml"), REPO)
+    assert found.problems == []
+    assert [s.name for s in found.stages] == ["corpus", "index", "qa", "base", "rl", "evaluate"]
+    assert found.inputs["qa.files.geo"] == "examples/own-data/train.parquet: search-r1, 195 questions"
+    assert found.inputs["eval.benchmarks.geo-test"] == "examples/own-data/test.jsonl: flashrag, 48 questions"
+    assert found.inputs["corpus.path"].endswith("first 219 records are passages")
+
+
+def test_five_mistakes_are_all_reported_in_one_run_with_key_and_line(tmp_path):
+    project = _project(tmp_path)
+    (project / "params/mistakes.yaml").write_text(MISTAKES)
+    (project / "bad.jsonl").write_text('{"id": "a", "question": "Q?", "golden_answers": ["x"]}\n{"id": "b"}\n')
+    found = preflight(load_params(project / "params/mistakes.yaml"), Path("params/mistakes.yaml"), project)
+    problems = {p.key: p for p in found.problems}
+    assert set(problems) == {"qa.files.geo.path", "rl.curriculum", "rl.accelerate_config", "eval.benchmarks.bad",
+                             "eval.models"}
+    assert problems["qa.files.geo.path"].where == "params/mistakes.yaml line 5"
+    assert "no such file" in problems["qa.files.geo.path"].message
+    assert problems["rl.curriculum"].where == "params/mistakes.yaml line 9" and "no knowledge base" in \
+        problems["rl.curriculum"].message
+    assert problems["rl.accelerate_config"].where == "params/mistakes.yaml line 10"
+    assert "cannot read" in problems["rl.accelerate_config"].message
+    assert problems["eval.benchmarks.bad"].where == "params/mistakes.yaml line 14"
+    assert "line 2: key 'golden_answers' is missing" in problems["eval.benchmarks.bad"].message
+    assert problems["eval.models"].where == "params/mistakes.yaml line 15" and "demonstrations" in \
+        problems["eval.models"].message
+    # the CLI prints them all and exits 2; `searchlab run` refuses before any stage (no data folder appears)
+    plan = run_cli(project, "plan", "--params", "params/mistakes.yaml", check=False)
+    assert plan.returncode == 2 and "5 problem(s)" in plan.stderr
+    for key in problems:
+        assert key in plan.stderr
+    run = run_cli(project, "run", "--params", "params/mistakes.yaml", check=False)
+    assert run.returncode == 2 and "5 problem(s)" in run.stderr and not (project / "data/corpus").exists()
+
+
+def test_a_problem_made_by_an_override_is_blamed_on_it():
+    found = preflight(load_params(REPO / "params/own-data.yaml", ["eval.suites=[world-single]"]),
+                      Path("params/own-data.yaml"), REPO, overrides=["eval.suites=[world-single]"])
+    assert [(p.key, p.where) for p in found.problems] == [("eval.suites", "--set")]
+
+
+def test_vllm_without_cuda_is_a_note_for_plan_and_a_problem_for_run(tmp_path):
+    """A GPU profile is planned on a laptop: plan says what the GPU machine needs; run here refuses, naming the key."""
+    project = _project(tmp_path)
+    plan = run_cli(project, "plan", "--params", "params/own-data.yaml", "--set", "rl.use_vllm=true")
+    assert "note:" in plan.stdout and "rl.use_vllm" in plan.stdout and "CUDA" in plan.stdout
+    run = run_cli(project, "run", "--params", "params/own-data.yaml", "--set", "rl.use_vllm=true", check=False)
+    assert run.returncode == 2 and "--set: rl.use_vllm: vLLM needs a CUDA GPU" in run.stderr
+
+
+def test_the_search_r1_profile_plans_on_this_cpu_machine_with_stand_in_files(tmp_path):
+    """params/gpu-qwen2.5-3b.yaml (Search-R1's recipe) with small files at its paths: every input checks out; only
+    its need of a CUDA GPU is left, as a note for the machine that runs it."""
+    project = _project(tmp_path)
+    params = load_params(project / "params/gpu-qwen2.5-3b.yaml")
+    inputs = project / "inputs"
+    shutil.copy(REPO / "examples/own-data/passages.jsonl", inputs.mkdir() or inputs / "wiki-18.jsonl")
+    for spec in [*params.qa.files.values(), *params.eval.benchmarks.values()]:
+        (project / spec.path).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(REPO / "examples/own-data/test.jsonl", project / spec.path)
+    (inputs / "models/Qwen2.5-3B").mkdir(parents=True)
+    (inputs / "models/Qwen2.5-3B/config.json").write_text('{"model_type": "qwen2"}')
+    found = preflight(params, Path("params/gpu-qwen2.5-3b.yaml"), project)
+    assert [s.name for s in found.stages] == ["corpus", "index", "qa", "base", "rl", "evaluate"]
+    assert all(p.machine for p in found.problems), found.problems
+    assert len([key for key in found.inputs if key.startswith("eval.benchmarks.")]) == 7
+    plan = run_cli(project, "plan", "--params", "params/gpu-qwen2.5-3b.yaml")
+    assert "no problem found" in plan.stdout
