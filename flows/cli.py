@@ -269,8 +269,8 @@ def _model_path(root: Path, params: Params, model: str) -> str:
         raise _fail(f"no model at {folder}: run `searchlab run {model}` first, or pass another --model")
     try:
         return str(resolve(model, "--model", params, root))
-    except ValueError as err:
-        raise _fail(str(err), code=2) from None
+    except ValueError as err:  # bad input (2), or a registry that refused it (1)
+        raise _fail(str(err), code=1 if err.__cause__ is not None else 2) from None
 
 
 @app.command()

@@ -27,23 +27,24 @@ from searchlab.scoring import normalize_answer
 
 # Ids a file does not give are made from its name: training files get a name of their own, so a made-up id such
 # as "nq-3" can never equal a benchmark's made-up one and pass for the same question.
-_TRAIN_SUFFIX = ".train"
+TRAIN_SUFFIX = ".train"
 
 
 class OverlapError(ValueError):
     """Training questions that an evaluated benchmark holds, with ``qa.on_overlap: fail``."""
 
 
-def read_files(files: dict[str, QuestionFileParams], root: Path, key: str) -> dict[str, list[Question]]:
-    """``{name: questions}`` of each file (a seeded sample where one is asked for); a ValueError naming
-    ``<key>.<name>`` and the file, line and key at fault for one that does not load."""
+def read_files(files: dict[str, QuestionFileParams], root: Path, key: str,
+               suffix: str = "") -> dict[str, list[Question]]:
+    """``{name: questions}`` of each file (a seeded sample where one is asked for), ids the file does not give made
+    from ``name + suffix``; a ValueError naming ``<key>.<name>`` and the file, line and key at fault for one that
+    does not load."""
     loaded = {}
     for name, spec in files.items():
         path = root / spec.path
         if not path.is_file():
             raise ValueError(f"{key}.{name}.path: no such file: {path}")
         try:
-            suffix = _TRAIN_SUFFIX if key == "qa.files" else ""
             loaded[name] = load_benchmark(path, name + suffix, spec.format, spec.sample, spec.seed)
         except BenchmarkError as err:
             raise ValueError(f"{key}.{name}: {err}") from None
@@ -77,7 +78,7 @@ def import_questions(qa: QAParams, benchmarks: dict[str, QuestionFileParams], ro
 
     With ``qa.on_overlap: fail``, any overlap is an :class:`OverlapError` naming the pair and a question.
     """
-    train_files = read_files(qa.files, root, "qa.files")
+    train_files = read_files(qa.files, root, "qa.files", TRAIN_SUFFIX)
     eval_files = read_files({name: spec.model_copy(update={"sample": None}) for name, spec in benchmarks.items()},
                             root, "eval.benchmarks")
     pairs, dropped_ids = [], set()

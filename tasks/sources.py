@@ -33,8 +33,10 @@ def resolve(source: str, key: str, params: Params, root: Path, stage_dirs: dict[
         return Path(start_model(folder)) if stage == "base" else folder
     try:
         folder = root / model_folder(source, params.tracking, root)
-    except (TrackingError, ValueError) as err:
+    except ValueError as err:  # a malformed models:/ reference
         raise ValueError(f"{key}: {err}") from None
+    except TrackingError as err:  # the registry does not know it (the cause tells callers which)
+        raise ValueError(f"{key}: {err}") from err
     if not (folder / "config.json").is_file():
         raise ValueError(f"{key}: {source}: no Hugging Face model folder at {folder} (expected "
                          f"{', '.join(MODEL_STAGES)}, a local folder with config.json, or models:/NAME@ALIAS)")

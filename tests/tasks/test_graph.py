@@ -68,3 +68,9 @@ def test_dvc_yaml_declares_the_computed_graph(tmp_path):
                                                                           "data/base"]
     assert [d for d in stages["evaluate"]["deps"] if d.startswith("data/")] == ["data/index", "data/base",
                                                                                 "data/rl"]
+
+
+def test_selfplay_from_base_on_files_feeds_rl_without_sft():
+    params = _params("own-data", "rl.questions=[qa, selfplay]", "selfplay.init=base")
+    assert _names(plan([], params)) == ["corpus", "index", "qa", "base", "selfplay", "rl", "evaluate"]
+    assert plan(["selfplay"], params)[-1].needs(params) == ("corpus", "index", "qa", "base")
