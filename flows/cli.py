@@ -208,19 +208,20 @@ def plan_command(
     states = {}
     if not any(not p.machine for p in found.problems):
         states = {row["stage"]: row for row in pipeline_status(found.stages, params, root)}
-    console.print(f"plan for {params_file}{' ' + ' '.join('--set ' + o for o in overrides) if overrides else ''}:",
-                  highlight=False)
+    sets = "".join(f" --set {o}" for o in overrides or [])
+    console.print(f"plan for {escape(params_file + sets)}:", highlight=False, soft_wrap=True)
     for number, stage in enumerate(found.stages, start=1):
         row = states.get(stage.name)
-        state = f"[{STATE_COLOUR[row['state']]}]{row['state']}[/]" if row else "[dim]unchecked[/dim]"
+        state = row["state"] if row else "unchecked"
+        colour = STATE_COLOUR.get(state, "dim")
         upstream = ", ".join(stage.needs(params)) or "-"
-        console.print(f"{number:>2}. {stage.name:<11} {state:<28} upstream: {upstream}; params: "
+        console.print(f"{number:>2}. {stage.name:<11} [{colour}]{state:<9}[/] upstream: {upstream}; params: "
                       f"{', '.join(stage.reads)}", highlight=False, soft_wrap=True)
     console.print("inputs:", highlight=False)
     for key, what in found.inputs.items():
-        console.print(f"    {key}: {what}", highlight=False, soft_wrap=True)
+        console.print(f"    {escape(key)}: {escape(what)}", highlight=False, soft_wrap=True)
     for note in (p for p in found.problems if p.machine):
-        console.print(f"[yellow]note:[/yellow] the machine that runs it needs what this one lacks: {note}",
+        console.print(f"[yellow]note:[/yellow] the machine that runs it needs what this one lacks: {escape(str(note))}",
                       highlight=False, soft_wrap=True)
     problems = [p for p in found.problems if not p.machine]
     if problems:

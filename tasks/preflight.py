@@ -69,6 +69,7 @@ def preflight(params: Params, params_file: Path, root: Path, targets: list[str] 
             found.problems.append(Problem(key, message, _where(key, params_file, lines, overrides)))
     for key, message in _machine(params, names):
         found.problems.append(Problem(key, message, _where(key, params_file, lines, overrides), machine=True))
+    found.problems.sort(key=lambda p: int(p.where.rpartition(" line ")[2] or 0) if " line " in p.where else 0)
     return found
 
 

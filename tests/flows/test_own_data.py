@@ -14,7 +14,7 @@ from tests.conftest import REPO, make_project, run_cli
 
 pytestmark = pytest.mark.slow
 
-SMOKE = ["rl.steps=1", "rl.questions_per_step=1", "rl.num_generations=2", "rl.grad_accum=1", "rl.samples=1",
+SMOKE = ["rl.steps=1", "rl.questions_per_step=1", "rl.num_generations=2", "rl.grad_accum=1", "rl.samples=0",
          "rl.threads=1", "rollout.max_new_tokens=24", "rollout.max_turns=2", "eval.benchmarks.geo-test.sample=2",
          "eval.resamples=50", "eval.threads=1"]
 

@@ -80,8 +80,9 @@ def test_a_problem_made_by_an_override_is_blamed_on_it():
 def test_vllm_without_cuda_is_a_note_for_plan_and_a_problem_for_run(tmp_path):
     """A GPU profile is planned on a laptop: plan says what the GPU machine needs; run here refuses, naming the key."""
     project = _project(tmp_path)
-    plan = run_cli(project, "plan", "--params", "params/own-data.yaml", "--set", "rl.use_vllm=true")
-    assert "note:" in plan.stdout and "rl.use_vllm" in plan.stdout and "CUDA" in plan.stdout
+    found = preflight(load_params(project / "params/own-data.yaml", ["rl.use_vllm=true"]),
+                      Path("params/own-data.yaml"), project, overrides=["rl.use_vllm=true"])
+    assert [(p.key, p.where, p.machine) for p in found.problems] == [("rl.use_vllm", "--set", True)]
     run = run_cli(project, "run", "--params", "params/own-data.yaml", "--set", "rl.use_vllm=true", check=False)
     assert run.returncode == 2 and "--set: rl.use_vllm: vLLM needs a CUDA GPU" in run.stderr
 
