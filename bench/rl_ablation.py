@@ -3,13 +3,17 @@
     python bench/rl_ablation.py                               # grpo, llds, cgrpo, clpo, simulated
     python bench/rl_ablation.py --rows grpo sec igpo --steps 60
     python bench/rl_ablation.py --sft data-cite/sft --set eval.sample=100   # any params override for every row
+    python bench/rl_ablation.py --as-configured --rows grpo extractive-masked dynamic \
+        --row "chosen=rl.extractive_answers=masked;rl.dynamic_sampling=2"    # rows against the profile's own rl
 
 Run by hand after `make demo` (or `searchlab run sft`) built ``data/``. Every
 row trains from the same sft policy (``--sft``, default ``data/sft``) with the
 ``rl`` params, the overrides of :data:`COMMON` (no curriculum; every rollout
 batch used for two optimizer steps, so that LLDS has a displacement to act on),
 ``--steps`` optimizer steps and ``--set`` on top, and one change of its own
-(:data:`ROWS`). The trained policies and the sft one are then evaluated by the
+(:data:`ROWS`, or ``--row "NAME=KEY=VALUE;KEY=VALUE"``). ``--as-configured``
+drops :data:`COMMON`: the reference row is then the profile's own ``rl``
+section (its curriculum, one pass per batch). The trained policies and the sft one are then evaluated by the
 evaluate stage's code on the built benchmark suites (agent system, the
 ``rollout`` params, real BM25 retrieval for every row, simulated search
 included), each row paired-tested against ``grpo``.
@@ -37,6 +41,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from searchlab.jsonl import read_jsonl  # noqa: E402  (after the path is set)
+
 #: Every row's overrides, before its own.
 COMMON = ["rl.curriculum=[]", "rl.num_iterations=2", "rl.samples=0"]
 
@@ -52,6 +58,13 @@ ROWS = {
     "noise": ["rl.curriculum=[noise]"],
     "stratified": ["rl.estimator=stratified"],
     "igpo": ["rl.estimator=igpo"],
+    "extractive-masked": ["rl.extractive_answers=masked"],  # train the policy evaluation runs, answer out of loss
+    "extractive-scored": ["rl.extractive_answers=scored"],  # ... the copied answer in the loss
+    "dynamic": ["rl.dynamic_sampling=2"],  # DAPO's dynamic sampling: uniform groups replaced, up to 2 extra draws
+    "learnability": ["rl.curriculum=[sec]", "rl.sec.reward=learnability", "rl.sec.temperature=0.25"],
+    "dapo-loss": ["rl.loss_type=dapo"],
+    "dr-grpo": ["rl.loss_type=dr_grpo"],
+    "batch-scale": ["rl.scale_rewards=batch"],
 }
 DEFAULT_ROWS = ["grpo", "llds", "cgrpo", "clpo", "simulated"]
 REFERENCE = "grpo"
@@ -66,16 +79,30 @@ def train_row(name: str, overrides: list[str], args, out: Path, retriever) -> di
     folder = out / name
     if (folder / "figures.json").is_file():
         return json.loads((folder / "figures.json").read_text())
-    p = load_params(ROOT / args.params, [*COMMON, *args.overrides, *overrides, f"rl.steps={args.steps}"])
+    common = [] if args.as_configured else COMMON
+    p = load_params(ROOT / args.params, [*common, *args.overrides, *overrides, f"rl.steps={args.steps}"])
     data = ROOT / p.runtime.data_dir
     model, tokenizer = load_model(str(args.sft), device="cpu")
     started = time.perf_counter()
     figures = train_rl(p.rl, p.rollout, model, tokenizer, retriever, data / "qa/train.jsonl",
-                       data / "corpus/corpus.jsonl", folder, out / f"{name}-work")
+                       data / "corpus/corpus.jsonl", folder, out / f"{name}-work", dev_jsonl=data / "qa/dev.jsonl")
     figures["train_seconds_total"] = round(time.perf_counter() - started, 1)
-    figures["overrides"] = [*COMMON, *args.overrides, *overrides]
+    figures["overrides"] = [*common, *args.overrides, *overrides]
+    figures.update(signal_shares(read_jsonl(folder / "train_log.jsonl")))
     (folder / "figures.json").write_text(json.dumps(figures, indent=1))
     return figures
+
+
+def signal_shares(history: list[dict]) -> dict[str, float]:
+    """Over a run's steps: the mean share of groups whose episodes all earned the same reward (no advantage) in
+    the first draw of questions and in the batch trained on (they differ under dynamic sampling)."""
+    shares = {}
+    for key, name in (("groups/uniform_first_draw", "uniform_first_draw"), ("groups/uniform_trained",
+                                                                            "uniform_trained")):
+        values = [row[key] for row in history if key in row]
+        if values:
+            shares[name] = round(sum(values) / len(values), 3)
+    return shares
 
 
 def chart_likelihood(out: Path, rows: list[str], window: int = 10) -> None:
@@ -85,8 +112,6 @@ def chart_likelihood(out: Path, rows: list[str], window: int = 10) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-
-    from searchlab.jsonl import read_jsonl
 
     def running_mean(values: list[float]) -> list[float]:
         return [sum(values[max(0, j - window + 1):j + 1]) / len(values[max(0, j - window + 1):j + 1])
@@ -111,15 +136,19 @@ def chart_likelihood(out: Path, rows: list[str], window: int = 10) -> None:
 def tables(results: dict, rows: list[str], figures: dict[str, dict]) -> str:
     """The Markdown tables: EM [95% interval] per suite and row; difference against grpo (p) per suite and row."""
     suites = list(results["benchmarks"])
-    em = ["| row | " + " | ".join(suites) + " | rollout s/step |", "|---" * (len(suites) + 2) + "|"]
+    em = ["| row | " + " | ".join(suites) + " | rollout s/step | uniform groups (drawn → trained) | dev EM start → "
+          "last |", "|---" * (len(suites) + 4) + "|"]
     versus = ["| row | " + " | ".join(suites) + " |", "|---" * (len(suites) + 1) + "|"]
     for name in ["sft", *rows]:
         cells = []
         for suite in suites:
             s = results["benchmarks"][suite]["systems"][f"{name}/agent"]["em"]
             cells.append(f"{s['mean']:.3f} [{s['low']:.2f}, {s['high']:.2f}]")
-        per_step = figures.get(name, {}).get("rollout_seconds_per_step")
-        em.append(f"| {name} | " + " | ".join(cells) + f" | {per_step if per_step is not None else '—'} |")
+        f = figures.get(name, {})
+        shares = f"{f['uniform_first_draw']:.2f} → {f['uniform_trained']:.2f}" if "uniform_trained" in f else "—"
+        dev = f"{f['dev_em_start']:.2f} → {f['dev_em_last']:.2f}" if f.get("dev_em_start") is not None else "—"
+        em.append(f"| {name} | " + " | ".join(cells) + f" | {f.get('rollout_seconds_per_step', '—')} | {shares} | "
+                  f"{dev} |")
         if name in (REFERENCE, "sft"):
             continue
         cells = []
@@ -161,10 +190,18 @@ def main() -> None:
     parser.add_argument("--params", default="params/default.yaml")
     parser.add_argument("--steps", type=int, default=40, help="optimizer steps per row")
     parser.add_argument("--rows", nargs="+", default=DEFAULT_ROWS, choices=list(ROWS))
+    parser.add_argument("--row", action="append", default=[], metavar="NAME=KEY=VALUE;...",
+                        help="a row of your own: its overrides, separated by ;")
+    parser.add_argument("--as-configured", action="store_true",
+                        help="no common overrides: rows change the profile's own rl section")
     parser.add_argument("--sft", type=Path, help="the policy every row starts from; default <data_dir>/sft")
     parser.add_argument("--out", type=Path, help="default <data_dir>/.work/rl-ablation")
     parser.add_argument("--set", dest="overrides", action="append", default=[], help="KEY=VALUE for every row")
     args = parser.parse_args()
+    for row in args.row:
+        name, _, overrides = row.partition("=")
+        ROWS[name] = overrides.split(";")
+        args.rows.append(name)
     if REFERENCE not in args.rows:
         args.rows.insert(0, REFERENCE)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")

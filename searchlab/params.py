@@ -429,9 +429,13 @@ class DifficultyCurriculumParams(Section):
 
 
 class SECParams(Section):
-    """``sec``: Self-Evolving Curriculum, a bandit over (type, bucket) arms rewarded by mean |advantage|."""
+    """``sec``: Self-Evolving Curriculum, a bandit over (type, bucket) arms rewarded by how much they teach."""
 
     alpha: float = Field(0.5, gt=0, le=1, description="TD(0) step size of the arms' values")
+    reward: Literal["advantage", "learnability"] = Field(
+        "advantage", description="an arm's reward per question: advantage, its group's mean |advantage| (SEC); "
+                                 "learnability, 4p(1 - p) of its group's success rate p, so an arm that never (or "
+                                 "always) succeeds fades")
     temperature: float = Field(1.0, gt=0, description="Boltzmann temperature of the arm draw")
 
 
@@ -449,6 +453,14 @@ class LLDSParams(Section):
     coef: float = Field(0.0, ge=0, description="weight of the penalty on model tokens whose log-probability fell "
                                                "below their rollout-time value, in trajectories whose likelihood "
                                                "fell; 0: off (needs rl.num_iterations >= 2 to act)")
+
+
+class DevParams(Section):
+    """A fixed dev set the training stage scores at every checkpoint: questions of qa's dev split, never trained on."""
+
+    questions: int = Field(0, ge=0, description="dev questions (the first of qa's dev.jsonl); 0: no dev scoring")
+    samples: int = Field(1, ge=0, description="sampled episodes per dev question at the training temperature and "
+                                              "answer decoding (sampled EM, beside greedy EM); 0: greedy only")
 
 
 class SearchBackendParams(Section):
@@ -503,6 +515,14 @@ class RLParams(Section):
     max_grad_norm: float = Field(1.0, gt=0)
     temperature: float = Field(1.0, gt=0, description="sampling temperature of the training rollouts (the loss's "
                                                       "log-probabilities use the same)")
+    extractive_answers: Literal["off", "masked", "scored"] = Field(
+        "off", description="answers of the training rollouts: off, sampled freely; masked, decoded under "
+                           "rollout.extractive_answers' constraint (as evaluation decodes them) with the constrained "
+                           "answer tokens out of the loss; scored, constrained and in the loss (the policy learns to "
+                           "put its mass on the span it copied)")
+    dynamic_sampling: int = Field(0, ge=0, description="DAPO's dynamic sampling: up to this many extra draws of a "
+                                                       "step's questions replace groups whose episodes all earned the "
+                                                       "same reward (no advantage); 0: off")
     loss_type: Literal["grpo", "dr_grpo", "dapo", "bnpo", "cispo", "sapo"] = Field(
         "grpo", description="TRL's GRPO loss aggregation")
     scale_rewards: Literal["group", "batch", "none"] = Field("group", description="TRL's reward scaling")
@@ -530,8 +550,13 @@ class RLParams(Section):
     clpo: CLPOParams = CLPOParams()
     llds: LLDSParams = LLDSParams()
     search: SearchBackendParams = SearchBackendParams()
+    dev: DevParams = DevParams()
+    keep: Literal["last", "best"] = Field("last", description="the policy the stage outputs: the last step's, or the "
+                                                              "checkpoint of the best greedy dev EM (needs "
+                                                              "rl.dev.questions)")
     seed: int = 0
-    save_steps: int = Field(10, ge=1, description="checkpoint every this many steps (the unit of resume)")
+    save_steps: int = Field(10, ge=1, description="checkpoint every this many steps (the unit of resume and of dev "
+                                                  "scoring)")
     logging_steps: int = Field(1, ge=1)
     samples: int = Field(100, ge=0, description="held-out questions the trained agent answers after training")
     use_vllm: bool = Field(False, description="roll out with TRL's colocated vLLM engine (CUDA machines only)")
@@ -569,6 +594,11 @@ class RLParams(Section):
         if self.search.backend == "simulated" and self.search.simulator is None and self.use_vllm:
             raise ValueError("rl.search.simulator: self-search (null) writes passages with the policy's Hugging Face "
                              "model, which rl.use_vllm replaces; name a simulator folder or set rl.use_vllm: false")
+        if self.keep == "best" and not self.dev.questions:
+            raise ValueError("rl.keep: best chooses by dev EM; set rl.dev.questions (e.g. 64) or rl.keep: last")
+        if self.extractive_answers != "off" and self.use_vllm:
+            raise ValueError("rl.extractive_answers: the constraint needs the Hugging Face engine (vLLM has no "
+                             "per-step hook for it); set it to off or rl.use_vllm: false")
         if self.llds.coef > 0 and self.num_iterations < 2:
             raise ValueError("rl.llds.coef: LLDS compares each token's likelihood with its rollout-time value, which "
                              "equals the current one when every batch is used once; set rl.num_iterations >= 2")

@@ -32,7 +32,8 @@ def _build(ctx: StageContext) -> dict:
         rl = rl.model_copy(update={"search": rl.search.model_copy(update={"simulator": str(simulator)})})
     start = resolve(p.rl.init, "rl.init", p, ctx.root, ctx.inputs)
     figures = run_rl(p.model, p.rollout, rl, start, questions, ctx.inputs["corpus"] / "corpus.jsonl",
-                     ctx.inputs["index"], p.section("retriever"), ctx.out_dir, ctx.work_dir, config)
+                     ctx.inputs["index"], p.section("retriever"), ctx.out_dir, ctx.work_dir, config,
+                     ctx.inputs["qa"] / "dev.jsonl")
     return {**counts, **figures, **sample_trajectories(ctx, p.rl.samples, p.rl.seed, "RL")}
 
 

@@ -153,3 +153,23 @@ class ExtractiveAnswers:
             keep[torch.tensor(allowed, device=scores.device)] = True
             scores[r] = torch.where(keep, scores[r], torch.finfo(scores.dtype).min)
         return scores
+
+
+def constrained_start(tokenizer: Any, completion_ids: Sequence[int], env_mask: Sequence[int]) -> int | None:
+    """Where :class:`ExtractiveAnswers` began constraining an episode: the index in ``completion_ids`` of the
+    first token after the ``<answer>`` of its last model turn, or None when that turn opened no answer.
+
+    The processor constrains a row from the first token generated after the
+    turn's text contains ``<answer>``, however the tag was split into tokens;
+    everything from there to the turn's end (the answer and its closing tag)
+    was chosen among the sources' spans, not sampled freely.
+    """
+    start = len(env_mask)
+    while start > 0 and not env_mask[start - 1]:  # back to the start of the last run of model tokens
+        start -= 1
+    text = ""
+    for i in range(start, len(completion_ids)):
+        text += tokenizer.decode([completion_ids[i]], skip_special_tokens=False, clean_up_tokenization_spaces=False)
+        if ANSWER_OPEN in text:
+            return i + 1
+    return None

@@ -9,16 +9,19 @@
   from what retrieval found, not from an unfamiliar format.
 * ``agent``: the multi-turn search agent (:func:`searchlab.agent.rollout.rollout`).
 
-A one-turn baseline must answer, or it measures nothing: an agent trained to
-search first would ask for a search in its only turn, nothing would run it, and
-the baseline would score 0 by construction. So ``direct`` and ``rag`` roll out
-with ``force_answer``: the prompt ends with ``<answer>``, the model writes the
-answer's text and ``</answer>``, and the turn is read as the answer whatever it
-holds. Forcing the tag (rather than masking ``<search>`` out of decoding) works
-alike for a tokenizer where the tag is one token and for one that spells it in
-pieces, adds no decoding step, works on vLLM too, and leaves extractive answers
-their usual job (constraining the text inside ``<answer>``). The cost: the
-model does not think before a forced answer.
+A one-turn baseline must answer without searching, or it measures nothing: an
+agent trained to search first would ask for a search in its only turn, nothing
+would run it, and the baseline would score 0 by construction. Nor may it be
+made to answer at once: every demonstration taught the model to think first,
+and a forced ``<answer>`` before any thinking measures the forced tag, not the
+missing search. So ``direct`` and ``rag`` play one free turn (:func:`one_turn`):
+the model thinks and answers as it was trained to; where it starts a search
+instead, the search is not run: its text up to ``<search>`` (its thinking) is
+kept, ``<answer>`` is forced after it, and the model writes the answer's text
+(read as the answer whatever it holds). Forcing the tag only where a search
+begins (rather than masking ``<search>`` out of decoding) works alike for a
+tokenizer where the tag is one token and for one that spells it in pieces, works
+on vLLM too, and leaves extractive answers their usual job.
 
 Every system decodes with the same ``RolloutParams`` (temperature, top-p, new
 tokens per turn, passages per search, information budget, extractive answers);
@@ -47,9 +50,11 @@ SYSTEMS = ("direct", "rag", "agent")
 def describe(system: str, params: RolloutParams) -> str:
     """How ``system`` (one of :data:`SYSTEMS`) is run with ``params``, in one line for a person reading the report."""
     how = {
-        "direct": f"one turn, no search: the answer tag `{ANSWER_OPEN}` is forced after the question",
+        "direct": f"one turn, no search: the model thinks and answers; a search it starts is not run, "
+                  f"`{ANSWER_OPEN}` replaces it after its thinking",
         "rag": (f"one turn, no search by the model: the question itself was searched and its top {params.topk} "
-                f"passages shown, then the answer tag `{ANSWER_OPEN}` is forced"),
+                f"passages shown; the model thinks and answers, a search it starts is not run, `{ANSWER_OPEN}` "
+                f"replaces it after its thinking"),
         "agent": (f"up to {params.max_turns} turns: searches as often as the model chooses "
                   f"({params.topk} passages each), then its answer"),
     }
@@ -89,24 +94,46 @@ def rag_prompts(tokenizer: Any, retriever: Retriever, questions: list[str],
     return prompts, [[hit.id for hit in hits] for hits in results]
 
 
+def one_turn(model: Any, tokenizer: Any, retriever: Retriever, questions: list[str], params: RolloutParams,
+             prompts: list[str] | None = None) -> list[Rollout]:
+    """One-turn episodes that always end with an answer and never search (see the module doc).
+
+    The model plays one free turn after ``prompts`` (default: the agent's
+    prompt); an episode that did not answer in it (it started a search, or
+    wrote no action) is played again from its prompt plus the turn's text up
+    to ``<search>``, with ``<answer>`` forced; that episode replaces it, its
+    generated tokens counting both turns.
+    """
+    single = params.model_copy(update={"max_turns": 1})  # the last turn's search is never run
+    episodes = rollout(model, tokenizer, retriever, questions, single, prompts)
+    redo = [i for i, e in enumerate(episodes) if e.answer is None]
+    if redo:
+        thought = [episodes[i].prompt + episodes[i].completion.split(SEARCH_OPEN)[0] for i in redo]
+        forced = rollout(model, tokenizer, retriever, [questions[i] for i in redo], single, thought,
+                         force_answer=True)
+        for i, episode in zip(redo, forced):
+            episode.generated_tokens += episodes[i].generated_tokens
+            episodes[i] = episode
+    return episodes
+
+
 def run_system(system: str, model: Any, tokenizer: Any, retriever: Retriever, questions: list[str],
                params: RolloutParams) -> list[Rollout]:
     """One :class:`Rollout` per question of ``system`` (one of :data:`SYSTEMS`), in order.
 
-    ``direct`` and ``rag`` episodes always end with an answer in their one turn
-    (the answer tag is forced; see the module doc). For ``rag`` the passages
-    shown in the prompt count as the episode's first retrieval
-    (``Rollout.retrieved[0]``), so evidence is measured alike for every system.
+    ``direct`` and ``rag`` episodes always end with an answer and never search
+    (:func:`one_turn`). For ``rag`` the passages shown in the prompt count as
+    the episode's first retrieval (``Rollout.retrieved[0]``), so evidence is
+    measured alike for every system.
     """
     if system not in SYSTEMS:
         raise ValueError(f"unknown system {system!r}; expected one of {', '.join(SYSTEMS)}")
     if system == "agent":
         return rollout(model, tokenizer, retriever, questions, params)
-    one_turn = params.model_copy(update={"max_turns": 1})
     if system == "direct":
-        return rollout(model, tokenizer, retriever, questions, one_turn, force_answer=True)
+        return one_turn(model, tokenizer, retriever, questions, params)
     prompts, shown = rag_prompts(tokenizer, retriever, questions, params)
-    episodes = rollout(model, tokenizer, retriever, questions, one_turn, prompts, force_answer=True)
+    episodes = one_turn(model, tokenizer, retriever, questions, params, prompts)
     for episode, ids in zip(episodes, shown):
         episode.retrieved.insert(0, ids)
     return episodes

@@ -56,6 +56,7 @@ from searchlab.synth.generate import BUCKETS
 __all__ = ["KINDS", "Curriculum", "NoisyRetriever", "noise_schedule"]
 
 KINDS = ("difficulty", "sec", "noise", "clpo")  # the composable parts a Curriculum can be built from
+SEC_REWARDS = ("advantage", "learnability")  # what an SEC arm is rewarded by (see Curriculum)
 MASTERED, IN_REACH, TOO_HARD = "mastered", "in_reach", "too_hard"  # clpo's classes of a question
 
 Arm = tuple[str, str]  # (question type, difficulty bucket): one SEC bandit arm
@@ -146,7 +147,9 @@ class Curriculum:
     * difficulty: ``advance_at`` (mean success over the window that unlocks the next level, in [0, 1]),
       ``window`` (how many current-level results the mean is over, >= 1), ``replay`` (the probability that a
       question is drawn from an earlier level instead, in [0, 1]);
-    * sec: ``sec_alpha`` (TD(0) step size, in (0, 1]), ``sec_temperature`` (Boltzmann temperature, > 0);
+    * sec: ``sec_alpha`` (TD(0) step size, in (0, 1]), ``sec_temperature`` (Boltzmann temperature, > 0),
+      ``sec_reward`` (an arm's reward per question: ``advantage``, its group's mean |advantage|, or
+      ``learnability``, 4p(1 - p) of its group's success rate p);
     * noise: ``noise_start``, ``noise_end`` (probabilities at the first and last step), ``noise_base`` (> 1;
       larger keeps the noise low for longer, then rises more steeply);
     * clpo: ``clpo`` (:class:`searchlab.params.CLPOParams`: the thresholds, the mastered weight, which rewrites
@@ -156,7 +159,7 @@ class Curriculum:
 
     def __init__(self, questions: list[dict], kinds: Sequence[str], seed: int, total_steps: int, *,
                  advance_at: float = 0.6, window: int = 64, replay: float = 0.2,
-                 sec_alpha: float = 0.5, sec_temperature: float = 1.0,
+                 sec_alpha: float = 0.5, sec_temperature: float = 1.0, sec_reward: str = "advantage",
                  noise_start: float = 0.0, noise_end: float = 0.5, noise_base: float = 2.0,
                  clpo: CLPOParams | None = None, restructurer: Restructurer | None = None):
         if not questions:
@@ -177,6 +180,8 @@ class Curriculum:
             raise ValueError(f"sec_alpha must lie in (0, 1], got {sec_alpha}")
         if not sec_temperature > 0:
             raise ValueError(f"sec_temperature must be > 0, got {sec_temperature}")
+        if sec_reward not in SEC_REWARDS:
+            raise ValueError(f"sec_reward must be one of {', '.join(SEC_REWARDS)}, got {sec_reward!r}")
         noise_schedule(0, total_steps, noise_start, noise_end, noise_base)  # validates the noise parameters
         clpo = clpo or CLPOParams()
         _check_clpo(kinds, clpo, restructurer)
@@ -185,7 +190,7 @@ class Curriculum:
         self.kinds = frozenset(kinds)
         self.seed, self.total_steps = seed, total_steps
         self.advance_at, self.window, self.replay = advance_at, window, replay
-        self.sec_alpha, self.sec_temperature = sec_alpha, sec_temperature
+        self.sec_alpha, self.sec_temperature, self.sec_reward = sec_alpha, sec_temperature, sec_reward
         self.noise_start, self.noise_end, self.noise_base = noise_start, noise_end, noise_base
         self.clpo, self.restructurer = clpo, restructurer
 
@@ -223,11 +228,11 @@ class Curriculum:
 
     # ------------------------------------------------------------------ selection
 
-    def select(self, step: int, n: int) -> list[dict]:
+    def select(self, step: int, n: int, draw: int = 0) -> list[dict]:
         """The ``n`` questions of step ``step`` (0-based), drawn with replacement by the active parts.
 
-        Only the bucket shares (for :meth:`metrics`) are recorded; calling it twice for a step gives the same
-        questions.
+        ``draw`` > 0 draws that step again, independently (dynamic sampling's extra questions). Only the bucket
+        shares (for :meth:`metrics`) are recorded; calling it twice for a step and draw gives the same questions.
         """
         if step < 0:
             raise ValueError(f"step must be >= 0, got {step}")
@@ -236,7 +241,7 @@ class Curriculum:
         # A fresh generator per step: the draws cannot depend on how many numbers earlier steps consumed,
         # which is what makes a resumed run identical. A str seed is hashed with SHA-512, not hash(), so it
         # does not change with PYTHONHASHSEED.
-        rng = random.Random(f"{self.seed}/{step}")
+        rng = random.Random(f"{self.seed}/{step}" + (f"/{draw}" if draw else ""))
         if "sec" in self.kinds:
             chosen = self._select_sec(rng, n)
         elif "clpo" in self.kinds:
@@ -305,7 +310,8 @@ class Curriculum:
         if "difficulty" in self.kinds:
             self._update_level(questions, success)
         if "sec" in self.kinds:
-            self._update_sec(questions, advantage)
+            learnability = [4 * s * (1 - s) for s in success]
+            self._update_sec(questions, learnability if self.sec_reward == "learnability" else advantage)
         if "clpo" in self.kinds:
             self._update_clpo(step, questions, success)
 
@@ -321,10 +327,10 @@ class Curriculum:
                 self.level += 1
                 self.recent = []  # the next level is judged on its own results only
 
-    def _update_sec(self, questions: list[dict], advantage: list[float]) -> None:
-        """TD(0) on each arm drawn this step: ``Q <- Q + alpha * (r - Q)``, r = its questions' mean |advantage|."""
+    def _update_sec(self, questions: list[dict], values: list[float]) -> None:
+        """TD(0) on each arm drawn this step: ``Q <- Q + alpha * (r - Q)``, r = the mean of its questions' values."""
         rewards: dict[Arm, list[float]] = {}
-        for q, a in zip(questions, advantage):
+        for q, a in zip(questions, values):
             arm = (q["type"], _bucket(q))
             if arm not in self.q_values:
                 raise ValueError(f"question {q.get('id')!r} is of arm {_arm_name(arm)!r}, "

@@ -60,6 +60,7 @@ from typing import Any
 
 import torch
 
+from searchlab.agent.extractive import constrained_start
 from searchlab.agent.protocol import ANSWER_OPEN
 from searchlab.agent.rollout import Rollout, rollout
 from searchlab.agent.samples import trajectory_record
@@ -94,15 +95,21 @@ def completion_logprobs(episode: Rollout) -> list[float] | None:
     return [0.0 if m else next(sampled) for m in episode.env_mask]
 
 
-def trl_batch(episodes: Sequence[Rollout], eos_id: int) -> dict[str, list]:
+def trl_batch(episodes: Sequence[Rollout], eos_id: int, answer_tokenizer=None) -> dict[str, list]:
     """The episodes as ``rollout_func`` returns them to TRL: ids, ``env_mask`` 1 on the model's own tokens, and
     ``logprobs`` per completion token (:func:`completion_logprobs`; None unless every episode has them).
 
     A finished episode gets ``eos_id`` appended with mask 0 and log-probability 0.0 (see the module docstring).
+    With ``answer_tokenizer`` the tokens of each episode's constrained answer
+    (:func:`searchlab.agent.extractive.constrained_start`) are masked too: they were not sampled from the policy.
     """
     completion_ids, masks, logprobs = [], [], []
     for e in episodes:
         ids, mask, sampled = list(e.completion_ids), [1 - m for m in e.env_mask], completion_logprobs(e)
+        if answer_tokenizer is not None:
+            start = constrained_start(answer_tokenizer, e.completion_ids, e.env_mask)
+            if start is not None:
+                mask[start:] = [0] * (len(mask) - start)
         if e.finished and (not ids or ids[-1] != eos_id):
             ids.append(eos_id)
             mask.append(0)
@@ -132,21 +139,43 @@ def check_trl_batch(batch: dict[str, list], needs_logprobs: bool) -> dict[str, l
 
 
 def training_rollout_params(rollout_params: RolloutParams, rl: RLParams, step: int, batch_size: int,
-                            rank: int = 0) -> RolloutParams:
-    """The rollout settings of RL step ``step``: sampling at ``rl.temperature``, no extractive constraint, own seed."""
+                            rank: int = 0, draw: int = 0) -> RolloutParams:
+    """The rollout settings of RL step ``step`` (its draw ``draw``): sampling at ``rl.temperature``, answers
+    constrained as ``rl.extractive_answers`` says, an own seed per step, process and draw."""
     return rollout_params.model_copy(update={
-        "temperature": rl.temperature, "top_p": 1.0, "extractive_answers": False, "batch_size": batch_size,
-        "seed": (rl.seed * 1_000_003 + step) * 64 + rank, "engine": "hf"})
+        "temperature": rl.temperature, "top_p": 1.0, "extractive_answers": rl.extractive_answers != "off",
+        "batch_size": batch_size, "seed": (rl.seed * 1_000_003 + step) * 64 + rank + draw * 2 ** 40, "engine": "hf"})
 
 
 @dataclass
 class StepBatch:
-    """One step's local episodes: the questions (each repeated per generation), episodes and their rewards."""
+    """One step's local episodes: the questions (each repeated per generation), episodes and their rewards; and
+    ``untrained``, (question, success rate) of the groups dynamic sampling rolled out but replaced."""
 
     step: int
     questions: list[dict]
     episodes: list[Rollout]
     rewards: list[RewardBreakdown] = field(default_factory=list)
+    untrained: list[tuple[dict, float]] = field(default_factory=list)
+
+
+@dataclass
+class Group:
+    """One question's GRPO group: its episodes and their rewards."""
+
+    question: dict
+    episodes: list[Rollout]
+    rewards: list[RewardBreakdown]
+
+    @property
+    def uniform(self) -> bool:
+        """Whether every episode earned the same reward: the group's advantages are all zero, it teaches nothing."""
+        return max(r.total for r in self.rewards) - min(r.total for r in self.rewards) < 1e-9
+
+    @property
+    def success(self) -> float:
+        """The group's mean outcome (EM or F1)."""
+        return sum(r.outcome for r in self.rewards) / len(self.rewards)
 
 
 class SearchEpisodes:
@@ -174,16 +203,53 @@ class SearchEpisodes:
 
     # -- TRL's rollout_func
     def rollout_func(self, prompts: list, trainer) -> dict[str, list]:
-        """Roll out this step's questions, ``num_generations`` episodes each (TRL repeats each slot that often)."""
+        """Roll out and score this step's questions, ``num_generations`` episodes each (TRL repeats each slot that
+        often); with ``rl.dynamic_sampling`` a group whose episodes all earned the same reward is replaced by a
+        freshly drawn question's, up to that many extra draws (the last draw's uniform groups fill what is left)."""
         generations = trainer.num_generations
         if len(prompts) % generations:
             raise ValueError(f"{len(prompts)} prompts are not whole groups of {generations}")
         step, rank, world = trainer.state.global_step, trainer.accelerator.process_index, trainer.accelerator.num_processes
-        per_process = len(prompts) // generations
-        chosen = self.curriculum.select(step, per_process * world)[rank * per_process:(rank + 1) * per_process]
-        questions = [q for q in chosen for _ in range(generations)]
-        retriever = self.retriever
-        noise = self.curriculum.noise_probability(step)
+        wanted = len(prompts) // generations
+        chosen = self.curriculum.select(step, wanted * world)[rank * wanted:(rank + 1) * wanted]
+        retriever, noise = self._step_retriever(step, rank)
+        informative, uniform, first_uniform, draw = [], [], None, 0
+        while True:
+            for group in self._play(trainer, retriever, step, chosen, draw, rank):
+                (uniform if group.uniform else informative).append(group)
+            if first_uniform is None:  # the share a run without dynamic sampling would have trained on
+                first_uniform = len(uniform) / wanted
+            needed = wanted - len(informative)
+            if not needed or draw == self.rl.dynamic_sampling:
+                break
+            draw += 1
+            chosen = self.curriculum.select(step, needed, draw=draw * world + rank)
+        trained = informative + uniform[:wanted - len(informative)]
+        batch = StepBatch(step, [q for g in trained for q in [g.question] * generations],
+                          [e for g in trained for e in g.episodes], [r for g in trained for r in g.rewards],
+                          untrained=[(g.question, g.success) for g in uniform[wanted - len(informative):]])
+        self.last = batch
+        metrics = {**self.curriculum.metrics(step), "groups/uniform_first_draw": first_uniform,
+                   "groups/uniform_trained": sum(g.uniform for g in trained) / wanted, "groups/extra_draws": draw}
+        if isinstance(retriever, SimulatedRetriever):
+            counts = simulated_counts(r for e in batch.episodes for r in e.retrieved)
+            metrics["search/simulated_passages"] = counts["simulated_passages"]
+            metrics["search/noisy_share"] = counts["noisy_passages"] / max(counts["passages"], 1)
+        elif noise > 0:
+            metrics["curriculum/noise_replaced"] = retriever.replaced / max(retriever.total, 1)
+        for name, value in metrics.items():
+            trainer._log_metric(name, value)
+        return trl_batch(batch.episodes, self.tokenizer.eos_token_id, self.answer_mask)
+
+    @property
+    def answer_mask(self):
+        """The tokenizer to find constrained answers with when ``rl.extractive_answers: masked`` (they leave the
+        loss), else None."""
+        return self.tokenizer if self.rl.extractive_answers == "masked" else None
+
+    def _step_retriever(self, step: int, rank: int):
+        """The retriever of step ``step``: the noise curriculum's share of its passages replaced; and that share."""
+        retriever, noise = self.retriever, self.curriculum.noise_probability(step)
         # per step, so a resumed run simulates the same; per process (rank 0 as a one-process run), so processes
         # do not replace the same passages
         seed = self.rl.seed * 7919 + step + rank * 10 ** 6
@@ -192,21 +258,22 @@ class SearchEpisodes:
             retriever.rng.seed(seed)
         elif noise > 0:
             retriever = NoisyRetriever(self.retriever, self.distractors, noise, seed=seed)
-        params = training_rollout_params(self.rollout_params, self.rl, step, len(questions), rank)
+        return retriever, noise
+
+    def _play(self, trainer, retriever, step: int, questions: list[dict], draw: int, rank: int) -> list["Group"]:
+        """Roll out and score ``num_generations`` episodes of each question (draw ``draw`` of step ``step``)."""
+        generations = trainer.num_generations
+        repeated = [q for q in questions for _ in range(generations)]
+        params = training_rollout_params(self.rollout_params, self.rl, step, len(repeated), rank, draw)
         started = time.perf_counter()
-        episodes = self._rollout(trainer, retriever, [q["question"] for q in questions], params)
+        episodes = self._rollout(trainer, retriever, [q["question"] for q in repeated], params)
         self.timings["rollout"] += time.perf_counter() - started
         self.rollouts += 1
-        self.last = StepBatch(step, questions, episodes)
-        for name, value in self.curriculum.metrics(step).items():
-            trainer._log_metric(name, value)
-        if isinstance(retriever, SimulatedRetriever):
-            counts = simulated_counts(r for e in episodes for r in e.retrieved)
-            trainer._log_metric("search/simulated_passages", counts["simulated_passages"])
-            trainer._log_metric("search/noisy_share", counts["noisy_passages"] / max(counts["passages"], 1))
-        elif noise > 0:
-            trainer._log_metric("curriculum/noise_replaced", retriever.replaced / max(retriever.total, 1))
-        return trl_batch(episodes, self.tokenizer.eos_token_id)
+        started = time.perf_counter()
+        rewards = [self.score(e, q) for e, q in zip(episodes, repeated)]
+        self.timings["reward"] += time.perf_counter() - started
+        return [Group(q, episodes[g * generations:(g + 1) * generations], rewards[g * generations:(g + 1) * generations])
+                for g, q in enumerate(questions)]
 
     def _rollout(self, trainer, retriever, questions: list[str], params: RolloutParams) -> list[Rollout]:
         with generation_model(trainer) as model:
@@ -214,16 +281,17 @@ class SearchEpisodes:
                 retriever.use(model)  # self-search: the policy being trained writes its own search results
             return rollout(model, self.tokenizer, retriever, questions, policy_params(trainer, params))
 
+    def score(self, episode: Rollout, question: dict) -> RewardBreakdown:
+        """The reward of one episode of ``question`` (:func:`searchlab.rl.rewards.reward` under ``rl.reward``)."""
+        return reward(episode, question["answers"], question.get("evidence"), self.rl.reward,
+                      chain=question.get("constraints"))
+
     # -- TRL's reward function
     def reward_func(self, prompts, completions, **kwargs) -> list[float]:
-        """The total reward of each of the last step's episodes (its parts are logged as metrics)."""
+        """The total reward of each of the last step's episodes, scored when rolled out (its parts are logged)."""
         batch = self.last
         if batch is None or len(batch.episodes) != len(completions):
             raise RuntimeError("reward_func was called without the episodes of this step's rollout_func")
-        started = time.perf_counter()
-        batch.rewards = [reward(e, q["answers"], q.get("evidence"), self.rl.reward, chain=q.get("constraints"))
-                         for e, q in zip(batch.episodes, batch.questions)]
-        self.timings["reward"] += time.perf_counter() - started
         log_metric = kwargs["log_metric"]
         for name, value in episode_metrics(batch).items():
             log_metric(name, value)
@@ -391,14 +459,17 @@ def _trainer_class():
             return adds
 
         def _update_curriculum(self, batch: StepBatch, advantages: torch.Tensor) -> None:
-            """Report each question's group outcome and mean |advantage| (all processes') to the curriculum."""
+            """Report each question's group outcome and mean |advantage| (all processes') to the curriculum, with
+            the groups dynamic sampling replaced (all advantages zero)."""
             generations = self.num_generations
-            questions = gather_object(batch.questions[::generations])
-            outcome = gather_object([r.outcome for r in batch.rewards])
-            spread = gather_object(advantages.abs().tolist())
-            groups = range(len(questions))
+            outcome = [r.outcome for r in batch.rewards]
+            spread = advantages.abs().tolist()
+            groups = range(len(batch.questions) // generations)
             success = [sum(outcome[g * generations:(g + 1) * generations]) / generations for g in groups]
             magnitude = [sum(spread[g * generations:(g + 1) * generations]) / generations for g in groups]
+            questions = gather_object(batch.questions[::generations] + [q for q, _ in batch.untrained])
+            success = gather_object(success + [s for _, s in batch.untrained])
+            magnitude = gather_object(magnitude + [0.0] * len(batch.untrained))
             self.episodes.curriculum.update(batch.step, questions, success, magnitude)
 
         def _save_checkpoint(self, model, trial):

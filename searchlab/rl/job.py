@@ -29,7 +29,7 @@ def main(job: dict) -> None:
     model, tokenizer = load_model(job["start"], model_params.trust_remote_code, model_params.dtype, device="cpu")
     with open_retriever(RetrieverParams(**job["retriever"]), Path(job["index"])) as retriever:
         figures = train_rl(rl, rollout, model, tokenizer, retriever, Path(job["questions"]), Path(job["corpus"]),
-                           Path(job["out_dir"]), Path(job["work_dir"]))
+                           Path(job["out_dir"]), Path(job["work_dir"]), dev_jsonl=job["dev"] and Path(job["dev"]))
     if figures is not None:  # the main process
         Path(job["result"]).write_text(json.dumps(figures))
 

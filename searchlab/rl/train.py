@@ -66,16 +66,16 @@ def gather_questions(sources: dict[str, Path], out: Path) -> dict[str, int]:
 
 def run_rl(model: ModelParams, rollout: RolloutParams, rl: RLParams, start: Path, questions_jsonl: Path,
            corpus_jsonl: Path, index_dir: Path, retriever: dict, out_dir: Path, work_dir: Path,
-           accelerate_config: str | None = None) -> dict:
+           accelerate_config: str | None = None, dev_jsonl: Path | None = None) -> dict:
     """:func:`train_rl` of the policy at ``start`` in ``rl.num_processes`` processes; returns its figures.
 
     ``retriever`` is the ``retriever`` params section as data (each process
-    opens its own retriever over ``index_dir``).
+    opens its own retriever over ``index_dir``); ``dev_jsonl`` the questions ``rl.dev`` scores.
     """
     job = {"model": model.model_dump(mode="json"), "rollout": rollout.model_dump(mode="json"),
            "rl": rl.model_dump(mode="json"), "retriever": retriever, "start": str(start),
            "questions": str(questions_jsonl), "corpus": str(corpus_jsonl), "index": str(index_dir),
-           "out_dir": str(out_dir), "work_dir": str(work_dir)}
+           "out_dir": str(out_dir), "work_dir": str(work_dir), "dev": str(dev_jsonl) if dev_jsonl else None}
     return launch("searchlab.rl.job", job, work_dir, rl.num_processes, accelerate_config)
 
 
@@ -92,9 +92,9 @@ RL_PROGRESS = {"reward": "reward", "EM": "episode/outcome", "searches": "episode
 
 
 def build_trainer(rl: RLParams, rollout: RolloutParams, model, tokenizer, retriever, questions_jsonl: Path,
-                  corpus_jsonl: Path, work_dir: Path, callbacks: list | None = None):
+                  corpus_jsonl: Path, work_dir: Path, callbacks: list | None = None, dev_jsonl: Path | None = None):
     """``(trainer, checkpoint to resume from or None)``: the GRPO trainer of :func:`train_rl`, its curriculum
-    restored from that checkpoint."""
+    restored from that checkpoint, scoring ``rl.dev.questions`` of ``dev_jsonl`` at every checkpoint."""
     from searchlab.rl.grpo import SearchEpisodes, load_curriculum_state
 
     checkpoint_dir = work_dir / "checkpoints"
@@ -103,8 +103,9 @@ def build_trainer(rl: RLParams, rollout: RolloutParams, model, tokenizer, retrie
     questions = training_questions(questions_jsonl, rl.buckets)
     d, s, n = rl.difficulty, rl.sec, rl.noise
     curriculum = Curriculum(questions, rl.curriculum, rl.seed, rl.steps, advance_at=d.advance_at, window=d.window,
-                            replay=d.replay, sec_alpha=s.alpha, sec_temperature=s.temperature, noise_start=n.start,
-                            noise_end=n.end, noise_base=n.base, clpo=rl.clpo, restructurer=restructurer)
+                            replay=d.replay, sec_alpha=s.alpha, sec_temperature=s.temperature, sec_reward=s.reward,
+                            noise_start=n.start, noise_end=n.end, noise_base=n.base, clpo=rl.clpo,
+                            restructurer=restructurer)
     resume = resume_point(checkpoint_dir)
     load_curriculum_state(curriculum, resume)
     if rl.search.backend == "simulated":
@@ -114,7 +115,12 @@ def build_trainer(rl: RLParams, rollout: RolloutParams, model, tokenizer, retrie
         distractors = [(r["id"], r["contents"]) for _, r in iter_jsonl(corpus_jsonl)]
     episodes = SearchEpisodes(tokenizer, retriever, curriculum, rollout, rl, distractors, work_dir / "trajectories",
                               keep_every=max(1, rl.steps // 10))
-    return make_search_trainer(rl, model, tokenizer, episodes, checkpoint_dir, callbacks), resume
+    trainer = make_search_trainer(rl, model, tokenizer, episodes, checkpoint_dir, callbacks)
+    if rl.dev.questions:
+        from searchlab.rl.dev import DevScoring
+
+        trainer.add_callback(DevScoring.of(trainer, retriever, rl, rollout, dev_jsonl))
+    return trainer, resume
 
 
 def simulated_search(rl: RLParams, policy, tokenizer):
@@ -172,17 +178,19 @@ def make_search_trainer(rl: RLParams, model, tokenizer, episodes, checkpoint_dir
 
 
 def train_rl(rl: RLParams, rollout: RolloutParams, model, tokenizer, retriever, questions_jsonl: Path,
-             corpus_jsonl: Path, out_dir: Path, work_dir: Path, callbacks: list | None = None) -> dict | None:
+             corpus_jsonl: Path, out_dir: Path, work_dir: Path, callbacks: list | None = None,
+             dev_jsonl: Path | None = None) -> dict | None:
     """Train ``model`` with GRPO on the questions of ``questions_jsonl`` in ``rl.buckets``; the figures.
 
     Checkpoints go to ``work_dir/checkpoints`` (a rerun resumes from the newest
     complete one), kept trajectories to ``work_dir/trajectories``. The
-    passages of ``corpus_jsonl`` are the noise curriculum's distractors. Only
+    passages of ``corpus_jsonl`` are the noise curriculum's distractors; ``rl.dev`` scores the questions of
+    ``dev_jsonl`` at every checkpoint (:mod:`searchlab.rl.dev`). Only
     the main process writes ``out_dir`` and returns figures; others return None.
     """
     progress = ProgressLog("rl: step", RL_PROGRESS, rl.steps)
     trainer, resume = build_trainer(rl, rollout, model, tokenizer, retriever, questions_jsonl, corpus_jsonl,
-                                    work_dir, [progress.callback, *(callbacks or [])])
+                                    work_dir, [progress.callback, *(callbacks or [])], dev_jsonl)
     episodes = trainer.episodes
     # counted before saving: saving merges LoRA adapters into the weights, which leaves none trainable
     trainable = sum(t.numel() for t in trainer.model.parameters() if t.requires_grad)
@@ -204,11 +212,25 @@ def train_rl(rl: RLParams, rollout: RolloutParams, model, tokenizer, retriever, 
                "rollout_seconds_per_step": round(episodes.timings["rollout"] / max(episodes.rollouts, 1), 2),
                "questions": len(episodes.curriculum.questions),
                "parameters": sum(t.numel() for t in model.parameters()), "trainable_parameters": trainable}
+    figures.update(dev_figures(history, trainer.state))
     if rows:
         tail = rows[-max(1, len(rows) // 10):]  # the last tenth of the run: where the policy ended up
         figures["final_reward"] = round(sum(r["reward"] for r in tail) / len(tail), 4)
         figures["final_outcome"] = round(sum(r.get("episode/outcome", 0.0) for r in tail) / len(tail), 4)
     return figures
+
+
+def dev_figures(history: list[dict], state) -> dict:
+    """Greedy dev EM at the start, at the last scored step and of the kept policy, and the kept step (``keep:
+    best``: the best checkpoint's; else the last step's)."""
+    scored = [row for row in history if "dev/em" in row]
+    if not scored:
+        return {}
+    best = state.best_model_checkpoint
+    kept = int(Path(best).name.split("-")[-1]) if best else state.global_step
+    at = {row["step"]: row["dev/em"] for row in scored}
+    return {"dev_em_start": at.get(0), "dev_em_last": scored[-1]["dev/em"], "kept_step": kept,
+            "dev_em_kept": at.get(kept)}
 
 
 def chart_curves(history: list[dict], path: Path) -> None:

@@ -50,7 +50,7 @@ def test_every_system_on_every_benchmark_then_a_rerun_computes_only_missing_shar
     assert [r["prediction"] for r in agent] == ["Tokyo", "Oslo"] and "<search>" in agent[1]["completion"]
     report = (out / "report.md").read_text()
     assert "sft/agent" in report
-    assert "- direct: one turn, no search: the answer tag `<answer>` is forced after the question (greedy)" in report
+    assert "- direct: one turn, no search: the model thinks and answers; a search it starts is not run" in report
     assert "- rag: one turn, no search by the model" in report and "- agent: up to 4 turns" in report
     assert all((out / name).read_bytes().startswith(b"\x89PNG") for name in ("em.png", "searches.png"))
     assert not list(tmp_path.rglob("*.tmp"))

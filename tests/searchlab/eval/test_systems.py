@@ -29,8 +29,10 @@ def test_direct_answers_in_one_turn_and_never_searches(model, tok, bm25):
     bm25.calls.clear()
     [episode] = run_system("direct", Scripted(model, tok), tok, bm25, [PENICILLIN], params())
     assert bm25.calls == []
-    assert episode.prompt == instruction(PENICILLIN) + ANSWER_OPEN
-    # the script writes its search turn after the forced tag: that is answer text, no search action
+    # the script thinks, then searches, which is not run: the answer tag is forced where its search began
+    thought = episode.prompt.removeprefix(instruction(PENICILLIN)).removesuffix(ANSWER_OPEN)
+    assert thought.startswith("<think>") and thought.endswith("</think>\n")
+    # the script writes its search turn again after the forced tag: that is answer text, no search action
     assert episode.completion.endswith("<search>who discovered penicillin</search>")
     assert (episode.turns, episode.searches, episode.retrieved, episode.finished) == (1, [], [], True)
     assert episode.answer.endswith("<search>who discovered penicillin")
@@ -43,8 +45,8 @@ def test_rag_shows_the_passages_of_the_question_then_lets_the_model_answer_once(
     assert bm25.calls == [([PENICILLIN], p.topk)]
     block = expected_block(bm25, PENICILLIN, p, tok)
     assert "(Title: Alexander Fleming)" in block
-    assert episode.prompt == instruction(PENICILLIN) + f"<search> {PENICILLIN} </search>" + block + ANSWER_OPEN
-    # the script sees one environment reply already, so the model writes its answering turn
+    # the script sees one environment reply already, so it writes its answering turn: nothing is forced
+    assert episode.prompt == instruction(PENICILLIN) + f"<search> {PENICILLIN} </search>" + block
     assert (episode.turns, episode.answer, episode.searches) == (1, "Alexander Fleming", [])
     assert episode.retrieved == [[hit.id for hit in bm25.search([PENICILLIN], p.topk)[0]]]
 
@@ -63,10 +65,10 @@ def test_an_unknown_system_is_named(model, tok, bm25):
 
 def test_each_system_is_described_in_one_line_for_the_report():
     p = params(topk=3, max_turns=5)
-    assert describe("direct", p) == ("one turn, no search: the answer tag `<answer>` is forced after the question "
-                                     "(greedy)")
-    assert describe("rag", p) == ("one turn, no search by the model: the question itself was searched and its top 3 "
-                                  "passages shown, then the answer tag `<answer>` is forced (greedy)")
+    assert describe("direct", p) == ("one turn, no search: the model thinks and answers; a search it starts is not "
+                                     "run, `<answer>` replaces it after its thinking (greedy)")
+    assert describe("rag", p).startswith("one turn, no search by the model: the question itself was searched and its "
+                                         "top 3 passages shown; the model thinks and answers")
     assert describe("agent", params(temperature=0.7, extractive_answers=True)).endswith(
         "(sampled at temperature 0.7; answers copy words of the question or passages shown)")
     with pytest.raises(ValueError, match="unknown system 'oracle'"):
@@ -133,8 +135,9 @@ def test_a_model_that_always_searches_first_still_answers_every_one_turn_baselin
     bm25.calls.clear()
     rag = run_system("rag", searcher, tok, bm25, questions, params())
     assert bm25.calls == [(questions, params().topk)]  # the question itself, nothing the model asked for
+    for episode in direct:  # it thought first, as trained; the search it then began was replaced by the answer tag
+        assert "I need to look this up." in episode.prompt and episode.prompt.endswith("</think>\n" + ANSWER_OPEN)
     for episode in direct + rag:
-        assert episode.prompt.endswith(ANSWER_OPEN)
         assert episode.answer is not None and episode.finished and episode.turns == 1
         assert episode.searches == []
 

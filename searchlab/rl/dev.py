@@ -1,0 +1,111 @@
+"""A dev set scored while RL trains: does the policy evaluation will run get better, step by step?
+
+Training reward moves within its own sampling noise and is earned under the
+training decoding; the question that matters is whether the policy that
+evaluation runs (greedy, ``rollout`` params) answers more held-out questions.
+:class:`DevScoring` answers it at every checkpoint on a fixed set of questions
+from ``qa``'s dev split (never trained on): greedy EM as evaluation decodes, and
+sampled EM at the training temperature and answer decoding, which sees shifts
+in the distribution that greedy decoding hides. Both are logged with the step's
+metrics (``dev/em``, ``dev/sampled_em``: the curves in MLflow and
+``train_log.jsonl``); the starting policy's are logged as step 0.
+
+With ``keep: best`` the checkpoint of the best greedy dev EM is recorded in the
+Trainer's state (``best_model_checkpoint``, which checkpoint rotation keeps and
+a resumed run restores) and loaded back when training ends, so the stage
+outputs that policy.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from transformers import TrainerCallback
+
+from searchlab.agent.rollout import rollout
+from searchlab.jsonl import read_jsonl
+from searchlab.params import RLParams, RolloutParams
+from searchlab.scoring import exact_match
+
+SAMPLING_SEED = 10 ** 6  # the dev samples' own seed offset: the same draws at every checkpoint, apart from training's
+
+
+def dev_questions(dev_jsonl: Path, n: int) -> list[dict]:
+    """The first ``n`` questions of ``dev_jsonl`` (the qa stage's dev split); a ValueError naming the key when it
+    has none."""
+    questions = read_jsonl(dev_jsonl)[:n] if dev_jsonl.is_file() else []
+    if not questions:
+        raise ValueError(f"rl.dev.questions: {dev_jsonl} holds no dev question; set rl.dev.questions: 0")
+    return questions
+
+
+def dev_em(model, tokenizer, retriever, questions: list[dict], params: RolloutParams, samples: int = 1) -> float:
+    """Mean EM of ``model`` on ``questions``, each answered ``samples`` times under ``params``."""
+    asked = [q for q in questions for _ in range(samples)]
+    episodes = rollout(model, tokenizer, retriever, [q["question"] for q in asked],
+                       params.model_copy(update={"batch_size": max(1, min(len(asked), params.batch_size))}))
+    return sum(exact_match(e.answer or "", q["answers"]) for e, q in zip(episodes, asked)) / max(len(asked), 1)
+
+
+class DevScoring(TrainerCallback):
+    """Scores ``questions`` with the trainer's policy at every checkpoint (and before the first step); see the
+    module docstring. ``greedy`` and ``sampled`` are the two decodings; ``samples`` per question for the second."""
+
+    def __init__(self, trainer, retriever, questions: list[dict], greedy: RolloutParams, sampled: RolloutParams,
+                 rl: RLParams) -> None:
+        self.trainer, self.retriever, self.questions = trainer, retriever, questions
+        self.greedy, self.sampled, self.rl = greedy, sampled, rl
+
+    @classmethod
+    def of(cls, trainer, retriever, rl: RLParams, rollout_params: RolloutParams, dev_jsonl: Path | None):
+        """The callback of ``rl.dev`` for ``trainer``: greedy as ``rollout_params`` (evaluation's decoding), sampled
+        as the training rollouts, on the first ``rl.dev.questions`` of ``dev_jsonl``."""
+        from searchlab.rl.grpo import training_rollout_params
+
+        if dev_jsonl is None:
+            raise ValueError("rl.dev.questions: no dev split was given to score")
+        sampled = training_rollout_params(rollout_params, rl, 0, rollout_params.batch_size)
+        sampled = sampled.model_copy(update={"seed": rl.seed + SAMPLING_SEED})
+        return cls(trainer, retriever, dev_questions(dev_jsonl, rl.dev.questions), rollout_params, sampled, rl)
+
+    def scores(self) -> dict[str, float]:
+        """Greedy and sampled dev EM of the policy now; every process scores its share, all get the means."""
+        from accelerate.utils import gather_object
+
+        from searchlab.rl.grpo import generation_model
+
+        accelerator = self.trainer.accelerator
+        rank, world = accelerator.process_index, accelerator.num_processes
+        mine = self.questions[rank::world]
+        tokenizer = self.trainer.processing_class
+        results = {}
+        with generation_model(self.trainer) as model:
+            runs = [("dev/em", self.greedy, 1)]
+            if self.rl.dev.samples:
+                runs.append(("dev/sampled_em", self.sampled, self.rl.dev.samples))
+            for name, params, samples in runs:
+                em = dev_em(model, tokenizer, self.retriever, mine, params, samples) if mine else 0.0
+                shares = gather_object([(em, len(mine))])
+                results[name] = round(sum(e * n for e, n in shares) / max(sum(n for _, n in shares), 1), 4)
+        return results
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        if state.global_step == 0:  # the starting policy, once (a resumed run has it in its restored history)
+            state.log_history.append({"step": 0, **self.scores()})
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if not control.should_save:
+            return
+        scores = self.scores()
+        for name, value in scores.items():  # logged with this step's metrics
+            self.trainer._metrics["train"][name].append(value)
+        if self.rl.keep == "best" and (state.best_metric is None or scores["dev/em"] > state.best_metric):
+            state.best_metric = scores["dev/em"]
+            state.best_model_checkpoint = os.path.join(args.output_dir, f"checkpoint-{state.global_step}")
+            state.best_global_step = state.global_step
+
+    def on_train_end(self, args, state, control, **kwargs):
+        best = state.best_model_checkpoint
+        if self.rl.keep == "best" and best and Path(best).name != f"checkpoint-{state.global_step}":
+            self.trainer._load_from_checkpoint(best)  # the Trainer's own loader: full weights, LoRA or sharded

@@ -1,0 +1,168 @@
+"""Can the gradient path learn? The loss's log-probabilities, masks and groups checked against a plain forward pass,
+and a stand-in reward the policy visibly learns to earn (a real tiny model, a real BM25 index, TRL's real step)."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+import torch
+
+from searchlab.rl.grpo import SearchEpisodes
+from searchlab.rl.rewards import RewardBreakdown
+from searchlab.rl.train import build_trainer, make_search_trainer
+from tests.searchlab.rl.test_grpo import ROLLOUT, _model, _rl, tokenizer, world  # noqa: F401  (fixtures)
+
+
+def _plain_logps(model, prompt_ids: list[int], completion_ids: list[int], temperature: float) -> torch.Tensor:
+    """Each completion token's log-probability from one unpadded forward pass at ``temperature``."""
+    ids = torch.tensor([prompt_ids + completion_ids])
+    with torch.no_grad():
+        logits = model(input_ids=ids).logits[0, len(prompt_ids) - 1:-1] / temperature
+    return logits.log_softmax(-1).gather(-1, torch.tensor(completion_ids)[:, None])[:, 0]
+
+
+def test_the_loss_scores_the_sampled_model_tokens_of_one_question_per_group(world, tokenizer, tmp_path):
+    questions, corpus, retriever = world
+    rl = _rl(temperature=0.7, num_generations=3)
+    trainer, _ = build_trainer(rl, ROLLOUT, _model(tokenizer), tokenizer, retriever, questions, corpus, tmp_path)
+    batch = trainer._generate_and_score_completions([{"prompt": str(i)} for i in range(6)])
+    trainer.current_gradient_accumulation_steps = 1  # set by the training loop, which this step runs without
+    trainer.compute_loss(trainer.model, batch)  # the loss's own pass (with grad) keeps its per-token log-probs
+    logps = trainer._policy_logps.detach()
+    last = trainer.episodes.last
+    loss_mask = batch["completion_mask"] * batch["tool_mask"]
+    largest = 0.0
+    for row, (episode, question) in enumerate(zip(last.episodes, last.questions)):
+        n = len(episode.completion_ids)
+        model_tokens = [1 - m for m in episode.env_mask]
+        assert loss_mask[row, :n].tolist() == model_tokens and not loss_mask[row, n:].any()
+        plain = _plain_logps(trainer.model, episode.prompt_ids, episode.completion_ids, rl.temperature)
+        on_model = torch.tensor(model_tokens, dtype=torch.bool)
+        largest = max(largest, (logps[row, :n] - plain)[on_model].abs().max().item())
+        group = row // rl.num_generations
+        assert question["id"] == last.questions[group * rl.num_generations]["id"]  # one question per group
+    assert len({q["id"] for q in last.questions}) == 2
+    print(f"largest log-probability difference: {largest:.2e}")
+    assert largest < 1e-4
+
+
+def _searching_model(tokenizer, retriever, questions_jsonl, steps: int = 150):
+    """The tiny model taught, by a few supervised steps, to end each turn with a search or an answer about evenly,
+    after the prompt and after an information block alike: a starting policy whose search count varies."""
+    from searchlab.agent.protocol import information_block
+    from searchlab.agent.rollout import agent_prompt
+    from searchlab.jsonl import read_jsonl
+
+    texts = []
+    for q in read_jsonl(questions_jsonl):
+        query = q["answers"][0].split()[-1]  # short: a turn is ROLLOUT.max_new_tokens long
+        prompt, search = agent_prompt(tokenizer, q["question"]), f"<search> {query} </search>"
+        block = information_block(retriever.search([query], 2)[0], 48, lambda t: len(tokenizer(t)["input_ids"]))
+        answer = f"<answer> {q['answers'][0]} </answer>"
+        texts += [prompt + search, prompt + answer, prompt + search + block + search, prompt + search + block + answer]
+    batch = tokenizer(texts, return_tensors="pt", padding=True)
+    labels = batch["input_ids"].masked_fill(batch["attention_mask"] == 0, -100)
+    model = _model(tokenizer)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    for _ in range(steps):
+        loss = model(**batch, labels=labels).loss
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+    return model
+
+
+@pytest.fixture(scope="module")
+def searching_model(world, tokenizer):
+    questions, _, retriever = world
+    return _searching_model(tokenizer, retriever, questions)
+
+
+class TwoSearches(SearchEpisodes):
+    """The environment with a stand-in reward: 1 for exactly two searches, less the further from two."""
+
+    def score(self, episode, question):
+        total = -abs(len(episode.searches) - 2) / 2
+        return RewardBreakdown(total=total, outcome=float(total == 0), format=0.0, evidence=0.0)
+
+
+def test_a_reward_for_two_searches_raises_the_search_count(world, tokenizer, searching_model, tmp_path):
+    from searchlab.rl.curriculum import Curriculum
+    from searchlab.rl.train import training_questions
+
+    questions, corpus, retriever = world
+    rl = _rl(steps=8, questions_per_step=4, num_generations=4, learning_rate=1e-2, save_steps=100)
+    curriculum = Curriculum(training_questions(questions, rl.buckets), [], rl.seed, rl.steps)
+    rollout = ROLLOUT.model_copy(update={"max_turns": 4})
+    episodes = TwoSearches(tokenizer, retriever, curriculum, rollout, rl)
+    trainer = make_search_trainer(rl, copy.deepcopy(searching_model), tokenizer, episodes, tmp_path / "checkpoints")
+    trainer.train()
+    searches = [row["episode/searches"] for row in trainer.state.log_history if "episode/searches" in row]
+    print("searches by step:", [round(s, 2) for s in searches])
+    assert len(searches) == rl.steps
+    assert sum(searches[-2:]) / 2 > sum(searches[:2]) / 2 + 0.5
+
+
+def test_dynamic_sampling_replaces_groups_whose_episodes_all_earned_the_same(world, tokenizer, searching_model,
+                                                                           tmp_path):
+    questions, corpus, retriever = world
+    plain, _ = build_trainer(_rl(num_generations=3), ROLLOUT, copy.deepcopy(searching_model), tokenizer, retriever,
+                             questions, corpus, tmp_path / "plain")
+    dynamic, _ = build_trainer(_rl(num_generations=3, dynamic_sampling=3), ROLLOUT, copy.deepcopy(searching_model),
+                               tokenizer, retriever, questions, corpus, tmp_path / "dynamic")
+    uniform = {}
+    for name, trainer in (("plain", plain), ("dynamic", dynamic)):
+        trainer._generate_and_score_completions([{"prompt": str(i)} for i in range(6)])
+        batch = trainer.episodes.last
+        assert len(batch.episodes) == 6 and len(batch.rewards) == 6
+        groups = [batch.rewards[g * 3:(g + 1) * 3] for g in range(2)]
+        assert all(batch.questions[g * 3] == batch.questions[g * 3 + 2] for g in range(2))
+        uniform[name] = sum(len({r.total for r in group}) == 1 for group in groups)
+        metrics = trainer._metrics["train"]
+        assert metrics["groups/uniform_trained"][-1] == uniform[name] / 2
+    # the same first draw (same seeds); dynamic sampling replaced its uniform groups by mixed ones it drew next
+    assert plain._metrics["train"]["groups/uniform_first_draw"] == dynamic._metrics["train"]["groups/uniform_first_draw"]
+    assert uniform["plain"] > 0 and uniform["dynamic"] < uniform["plain"]
+    assert dynamic._metrics["train"]["groups/extra_draws"][-1] >= 1
+    assert dynamic.episodes.last.untrained or uniform["dynamic"] == 0
+
+
+def test_masked_extractive_answers_leave_the_copied_answer_out_of_the_loss(tokenizer):
+    from searchlab.agent.extractive import constrained_start
+    from searchlab.agent.rollout import Rollout, encode_completion
+    from searchlab.rl.grpo import trl_batch
+
+    search = encode_completion(tokenizer, "<search> capital </search>")
+    block = encode_completion(tokenizer, "\n\n<information>Doc 1(Title: Tokyo) Tokyo is big.</information>\n\n")
+    think, answer = encode_completion(tokenizer, "<think> it is </think>\n<answer>"), encode_completion(tokenizer,
+                                                                                                        " Tokyo </answer>")
+    ids = search + block + think + answer
+    env = [0] * len(search) + [1] * len(block) + [0] * (len(think) + len(answer))
+    assert constrained_start(tokenizer, ids, env) == len(ids) - len(answer)
+    episode = Rollout("q", "p", prompt_ids=[1], completion_ids=ids, env_mask=env, finished=True)
+    free, masked = trl_batch([episode], 0)["env_mask"][0], trl_batch([episode], 0, tokenizer)["env_mask"][0]
+    assert free[:-1] == [1 - m for m in env]
+    assert masked[:-len(answer) - 1] == free[:-len(answer) - 1] and not any(masked[-len(answer) - 1:])
+    assert constrained_start(tokenizer, search + block, [0] * len(search) + [1] * len(block)) is None
+
+
+def test_dev_em_is_scored_at_every_checkpoint_and_the_best_one_is_kept(world, tokenizer, tmp_path):
+    from searchlab.model import load_model
+    from searchlab.rl.train import train_rl
+
+    questions, corpus, retriever = world
+    rl = _rl(steps=4, save_steps=2, dev={"questions": 4, "samples": 1}, keep="best")
+    figures = train_rl(rl, ROLLOUT, _model(tokenizer), tokenizer, retriever, questions, corpus, tmp_path / "out",
+                       tmp_path / "work", dev_jsonl=questions)
+    history = [json.loads(line) for line in (tmp_path / "out/train_log.jsonl").read_text().splitlines()]
+    dev = {row["step"]: row["dev/em"] for row in history if "dev/em" in row}
+    assert sorted(dev) == [0, 2, 4] and all("dev/sampled_em" in row for row in history if "dev/em" in row)
+    kept = figures["kept_step"]
+    assert dev[kept] == max(dev[2], dev[4]) and (kept == 2 or dev[4] > dev[2])  # the first of equals
+    assert figures["dev_em_kept"] == dev[kept] and figures["dev_em_start"] == dev[0]
+    saved, _ = load_model(str(tmp_path / "out"))
+    checkpoint, _ = load_model(str(tmp_path / f"work/checkpoints/checkpoint-{kept}"))
+    for (name, x), (_, y) in zip(saved.state_dict().items(), checkpoint.state_dict().items()):
+        assert torch.equal(x, y), name
