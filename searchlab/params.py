@@ -650,6 +650,11 @@ class SelfPlayParams(Section):
     reward: RewardParams = RewardParams()
     keep_checkpoints: int | None = Field(None, ge=1, description="round checkpoints kept in the work folder; null: "
                                                                   "every round's")
+    dev: DevParams = Field(DevParams(), description="the solver's dev EM, scored at the start and after every round "
+                                                    "(as rl.dev)")
+    keep: Literal["last", "best"] = Field("last", description="the policy the stage outputs: the last round's, or "
+                                                              "the round of the best greedy dev EM (needs "
+                                                              "selfplay.dev.questions)")
     samples: int = Field(100, ge=0, description="held-out questions the trained agent answers after training")
     threads: int | None = Field(None, ge=1, description="torch threads on a CPU; null: torch's default")
     num_processes: int | None = Field(None, ge=1, description="training processes (one per GPU)")
@@ -666,6 +671,9 @@ class SelfPlayParams(Section):
     def _check(self) -> "SelfPlayParams":
         check_registry_alias(self.registry_alias, "selfplay")
         check_init(self.init, "selfplay", ("base", "sft"))
+        if self.keep == "best" and not self.dev.questions:
+            raise ValueError("selfplay.keep: best chooses by dev EM; set selfplay.dev.questions (e.g. 64) or "
+                             "selfplay.keep: last")
         episodes = (self.proposals_per_round + self.solver_questions) * self.num_generations
         if episodes % self.grad_accum:
             raise ValueError(f"selfplay.grad_accum {self.grad_accum} does not divide the {episodes} episodes of a "
@@ -683,12 +691,12 @@ class SelfPlayParams(Section):
             use_vllm=self.use_vllm, vllm_gpu_memory_utilization=self.vllm_gpu_memory_utilization,
             threads=self.threads, num_processes=self.num_processes, accelerate_config=self.accelerate_config,
             activation_checkpointing=self.activation_checkpointing, lora=self.lora, registry_name=self.registry_name,
-            registry_alias=self.registry_alias)
+            registry_alias=self.registry_alias, dev=self.dev, keep=self.keep)
 
 
 # ---------------------------------------------------------------- evaluation
 # Kept equal to searchlab.eval.systems.SYSTEMS (a test checks).
-EvalSystem = Literal["direct", "rag", "agent"]
+EvalSystem = Literal["direct", "rag", "agent", "sampled"]
 WORLD_SUITES: tuple[str, ...] = tuple(f"world-{t}" for t in QUESTION_TYPES)  # of the synthetic world
 RECORDS_SUITES: tuple[str, ...] = tuple(f"records-{t}" for t in QUESTION_TYPES)  # of a corpus of your own records
 BUILT_IN_SUITES = WORLD_SUITES + RECORDS_SUITES
@@ -728,6 +736,14 @@ def _model_name(source: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]", "-", name).lstrip("-_.") or "model"
 
 
+class SamplingParams(Section):
+    """The ``sampled`` system: the agent's episodes sampled as in training, several per question."""
+
+    temperature: float = Field(0.7, gt=0, description="sampling temperature (as rl.temperature, top-p 1)")
+    samples: int = Field(4, ge=1, description="episodes per question; its EM and F1 are their means")
+    seed: int = Field(0, description="seed of the sampled episodes")
+
+
 class EvalParams(Section):
     """The evaluate stage: which benchmarks, models and systems, and the bootstrap behind the intervals.
 
@@ -744,7 +760,10 @@ class EvalParams(Section):
         default_factory=lambda: ["sft", "rl", "selfplay"],
         description="base, sft, rl or selfplay (a model stage's output; base: before any training), a local Hugging "
                     "Face folder, models:/NAME@ALIAS, or {name, source}")
-    systems: list[EvalSystem] = Field(default_factory=lambda: ["direct", "rag", "agent"])
+    systems: list[EvalSystem] = Field(default_factory=lambda: ["direct", "rag", "agent"], description=(
+        "direct (closed book), rag (the question's own search shown), agent (greedy, as rollout decodes), sampled "
+        "(the agent sampled as eval.sampling says: small shifts in the distribution that greedy decoding hides)"))
+    sampling: SamplingParams = SamplingParams()
     resamples: int = Field(2000, ge=1, description="bootstrap resamples of the 95% intervals and paired tests")
     seed: int = Field(0, description="seed of the built-in suites' sample and of the bootstrap")
     threads: int | None = Field(None, ge=1, description="torch threads of the rollouts on a CPU; null: torch's "

@@ -135,7 +135,8 @@ def _build(ctx: StageContext) -> dict:
              len(benchmarks), sum(map(len, benchmarks.values())), len(folders), len(p.eval.systems), shards)
     with torch_threads(p.eval.threads), open_retriever(p.retriever, ctx.inputs["index"]) as retriever:
         results = run_evaluation(loaders, p.eval.systems, benchmarks, retriever, p.rollout, ctx.out_dir,
-                                 ctx.work_dir / "shards", p.eval.resamples, p.eval.seed, progress=log.info)
+                                 ctx.work_dir / "shards", p.eval.resamples, p.eval.seed, progress=log.info,
+                                 sampling=p.eval.sampling)
     for key, rates in results["throughput"].items():
         log.info("evaluate: %s answers %.2f questions/s", key, rates["questions_per_s"])
     return {"benchmarks": len(benchmarks), "questions": sum(map(len, benchmarks.values())), "shards": shards}

@@ -37,6 +37,17 @@ def question_record(question: Question, episode: Rollout) -> dict[str, Any]:
     return record
 
 
+def mean_record(records: Sequence[dict]) -> dict[str, Any]:
+    """One question's record from several sampled episodes of it: the first episode's details, every score and
+    cost the mean over them, and ``samples`` (their predictions)."""
+    first = dict(records[0])
+    for name in (*SCORES, "found_evidence", *COSTS):
+        if name in first:
+            first[name] = sum(r[name] for r in records) / len(records)
+    first["samples"] = [r["prediction"] for r in records]
+    return first
+
+
 def metric_names(records: Sequence[dict]) -> list[str]:
     """The metrics the records carry: the scores, ``found_evidence`` when every record has it, the costs."""
     evidence = ["found_evidence"] if records and all("found_evidence" in r for r in records) else []

@@ -21,16 +21,16 @@ from pathlib import Path
 from typing import Any
 
 from searchlab.eval.benchmarks import Question
-from searchlab.eval.metrics import compare, question_record, summarize
+from searchlab.eval.metrics import compare, mean_record, question_record, summarize
 from searchlab.eval.report import (
     plot_em,
     plot_search_counts,
     write_report,
 )
-from searchlab.eval.systems import describe, run_system
+from searchlab.eval.systems import describe, run_system, sampled_params
 from searchlab.files import write_atomically
 from searchlab.jsonl import write_jsonl
-from searchlab.params import RolloutParams
+from searchlab.params import RolloutParams, SamplingParams
 
 # the paired tests every model gets, when both systems ran: does searching beat one-shot retrieval, and the book?
 COMPARISONS = (("agent", "rag"), ("agent", "direct"))
@@ -65,7 +65,8 @@ def _shard(path: Path, compute: Callable[[], dict]) -> dict:
 def run_evaluation(models: Mapping[str, Callable[[], tuple[Any, Any]]], systems: Sequence[str],
                    benchmarks: Mapping[str, list[Question]], retriever, params: RolloutParams, out_dir: Path,
                    shard_dir: Path, resamples: int = 2000, seed: int = 0,
-                   progress: Callable[[str], None] = lambda message: None) -> dict[str, Any]:
+                   progress: Callable[[str], None] = lambda message: None,
+                   sampling: SamplingParams | None = None) -> dict[str, Any]:
     """Evaluate, write the outputs, and return the results (also written as ``metrics.json``).
 
     ``models`` maps a model's name (``"sft"``) to a function that loads it as
@@ -77,8 +78,11 @@ def run_evaluation(models: Mapping[str, Callable[[], tuple[Any, Any]]], systems:
 
     A finished shard in ``shard_dir`` is trusted as it is, so the folder must
     belong to exactly these models, questions and params (a stage's resume
-    folder, named by its fingerprint, is).
+    folder, named by its fingerprint, is). ``sampling`` sets the ``sampled``
+    system's temperature, episodes per question and seed (default:
+    :class:`~searchlab.params.SamplingParams`'s).
     """
+    sampling = sampling or SamplingParams()
     loaded: dict[str, tuple[Any, Any]] = {}
 
     def agent(name: str) -> tuple[Any, Any]:
@@ -99,10 +103,18 @@ def run_evaluation(models: Mapping[str, Callable[[], tuple[Any, Any]]], systems:
                 def compute(name=name, system=system, questions=questions) -> dict:
                     model, tokenizer = agent(name)  # loading is not part of the timed rollouts
                     started = time.perf_counter()
-                    episodes = run_system(system, model, tokenizer, retriever, [q.question for q in questions],
-                                          params)
-                    return {"records": [question_record(q, e) for q, e in zip(questions, episodes)],
-                            "seconds": time.perf_counter() - started}
+                    if system == "sampled":
+                        k = sampling.samples
+                        asked = [q for q in questions for _ in range(k)]
+                        episodes = run_system(system, model, tokenizer, retriever, [q.question for q in asked],
+                                              sampled_params(params, sampling.temperature, sampling.seed))
+                        records = [mean_record([question_record(q, e) for e in episodes[i * k:(i + 1) * k]])
+                                   for i, q in enumerate(questions)]
+                    else:
+                        episodes = run_system(system, model, tokenizer, retriever, [q.question for q in questions],
+                                              params)
+                        records = [question_record(q, e) for q, e in zip(questions, episodes)]
+                    return {"records": records, "seconds": time.perf_counter() - started}
 
                 shard = _shard(shard_dir / benchmark / f"{name}-{system}.json", compute)
                 records_by_key[key] = shard["records"]
@@ -122,7 +134,11 @@ def run_evaluation(models: Mapping[str, Callable[[], tuple[Any, Any]]], systems:
     results["throughput"] = {key: {"questions_per_s": round(n / seconds, 3) if seconds else 0.0}
                              for key, (n, seconds) in timing.items()}
     write_atomically(out_dir / "metrics.json", lambda out: out.write(json.dumps(results, indent=1).encode()))
-    write_report(out_dir / "report.md", results, systems={system: describe(system, params) for system in systems})
+    how = {system: describe(system, params) for system in systems}
+    if "sampled" in how:
+        how["sampled"] = describe("sampled", sampled_params(params, sampling.temperature, sampling.seed),
+                                  sampling.samples)
+    write_report(out_dir / "report.md", results, systems=how)
     plot_em(results, out_dir / "em.png")
     plot_search_counts(search_counts, out_dir / "searches.png")
     return results

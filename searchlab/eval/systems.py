@@ -8,6 +8,10 @@
   model sees the protocol it was trained on, so a difference to ``agent`` comes
   from what retrieval found, not from an unfamiliar format.
 * ``agent``: the multi-turn search agent (:func:`searchlab.agent.rollout.rollout`).
+* ``sampled``: the agent again, its episodes sampled (``params`` with a
+  temperature, several per question, :func:`sampled_params`): its EM, the mean
+  over a question's episodes, moves with small shifts of the distribution that
+  greedy decoding hides.
 
 A one-turn baseline must answer without searching, or it measures nothing: an
 agent trained to search first would ask for a search in its only turn, nothing
@@ -44,11 +48,12 @@ from searchlab.agent.rollout import Rollout, agent_prompt, encode_completion, ro
 from searchlab.params import RolloutParams
 from searchlab.retrieval.base import Hit, Retriever
 
-SYSTEMS = ("direct", "rag", "agent")
+SYSTEMS = ("direct", "rag", "agent", "sampled")
 
 
-def describe(system: str, params: RolloutParams) -> str:
-    """How ``system`` (one of :data:`SYSTEMS`) is run with ``params``, in one line for a person reading the report."""
+def describe(system: str, params: RolloutParams, samples: int = 1) -> str:
+    """How ``system`` (one of :data:`SYSTEMS`) is run with ``params`` (and ``samples`` episodes per question), in one
+    line for a person reading the report."""
     how = {
         "direct": f"one turn, no search: the model thinks and answers; a search it starts is not run, "
                   f"`{ANSWER_OPEN}` replaces it after its thinking",
@@ -57,6 +62,7 @@ def describe(system: str, params: RolloutParams) -> str:
                 f"replaces it after its thinking"),
         "agent": (f"up to {params.max_turns} turns: searches as often as the model chooses "
                   f"({params.topk} passages each), then its answer"),
+        "sampled": (f"the agent, {samples} sampled episodes per question; EM and F1 are their means"),
     }
     if system not in how:
         raise ValueError(f"unknown system {system!r}; expected one of {', '.join(SYSTEMS)}")
@@ -117,6 +123,11 @@ def one_turn(model: Any, tokenizer: Any, retriever: Retriever, questions: list[s
     return episodes
 
 
+def sampled_params(params: RolloutParams, temperature: float, seed: int) -> RolloutParams:
+    """The ``sampled`` system's decoding: ``params`` at ``temperature``, top-p 1, its own seed."""
+    return params.model_copy(update={"temperature": temperature, "top_p": 1.0, "seed": seed})
+
+
 def run_system(system: str, model: Any, tokenizer: Any, retriever: Retriever, questions: list[str],
                params: RolloutParams) -> list[Rollout]:
     """One :class:`Rollout` per question of ``system`` (one of :data:`SYSTEMS`), in order.
@@ -128,7 +139,7 @@ def run_system(system: str, model: Any, tokenizer: Any, retriever: Retriever, qu
     """
     if system not in SYSTEMS:
         raise ValueError(f"unknown system {system!r}; expected one of {', '.join(SYSTEMS)}")
-    if system == "agent":
+    if system in ("agent", "sampled"):  # sampled: the caller hands sampling params and repeats the questions
         return rollout(model, tokenizer, retriever, questions, params)
     if system == "direct":
         return one_turn(model, tokenizer, retriever, questions, params)

@@ -36,7 +36,8 @@ def dev_questions(dev_jsonl: Path, n: int) -> list[dict]:
     has none."""
     questions = read_jsonl(dev_jsonl)[:n] if dev_jsonl.is_file() else []
     if not questions:
-        raise ValueError(f"rl.dev.questions: {dev_jsonl} holds no dev question; set rl.dev.questions: 0")
+        raise ValueError(f"{dev_jsonl} holds no dev question to score; set rl.dev.questions (selfplay.dev.questions) "
+                         f"to 0")
     return questions
 
 

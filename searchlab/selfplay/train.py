@@ -17,7 +17,7 @@ from pathlib import Path
 
 from searchlab.jsonl import read_jsonl, write_jsonl
 from searchlab.params import ModelParams, QAParams, RolloutParams, SelfPlayParams
-from searchlab.rl.train import make_search_trainer
+from searchlab.rl.train import dev_figures, make_search_trainer
 from searchlab.scoring import normalize_answer
 from searchlab.selfplay.rounds import SelfPlayRounds, round_file, round_summary
 from searchlab.selfplay.seeds import seed_answers
@@ -67,6 +67,10 @@ def train_selfplay(selfplay: SelfPlayParams, qa: QAParams, rollout: RolloutParam
     progress = ProgressLog("selfplay: round", PROGRESS, selfplay.rounds)
     trainer = make_search_trainer(rl, model, tokenizer, rounds, checkpoint_dir, [progress.callback, *(callbacks or [])],
                                   save_total_limit=selfplay.keep_checkpoints)
+    if rl.dev.questions:
+        from searchlab.rl.dev import DevScoring
+
+        trainer.add_callback(DevScoring.of(trainer, retriever, rl, rollout, qa_dir / "dev.jsonl"))
     resume = resume_point(checkpoint_dir)
     if resume:
         log.info("selfplay: resuming at round %d of %d (%s)", int(Path(resume).name.split("-")[-1]) + 1,
@@ -88,7 +92,7 @@ def train_selfplay(selfplay: SelfPlayParams, qa: QAParams, rollout: RolloutParam
     write_jsonl(out_dir / "rounds.jsonl", summaries)
     write_datasheet(out_dir / "datasheet.md", summaries, records, kb is not None)
     verified = [r for r in records if r["verified"]]
-    figures = {**trained[0],
+    figures = {**trained[0], **dev_figures(history, trainer.state),
                "rollout_seconds": round(rounds.rollout_seconds, 2), "rounds": selfplay.rounds,
                "proposals": len(records), "verified": len(verified),
                "verified_share": round(len(verified) / len(records), 4) if records else 0.0,

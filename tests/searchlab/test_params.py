@@ -52,7 +52,7 @@ def test_ill_typed_value_names_key_and_value(tmp_path):
                                   r"which must be even"),
     ("index.threads.x=1", r"index.threads is not a section"),
     # the eval section
-    ("eval.systems=[direct, agnet]", r"eval.systems.1 .*: Input should be 'direct', 'rag' or 'agent', got 'agnet'"),
+    ("eval.systems=[direct, agnet]", r"eval.systems.1 .*: Input should be 'direct', 'rag', 'agent' or 'sampled', got 'agnet'"),
     ("eval.benchmarks.nq.format=flashrg", r"eval.benchmarks.nq.format \(from --set .*\): Input should be 'auto', 'flashrag'"),
     ("eval.benchmarks.nq.sample=0", r"eval.benchmarks.nq.path .*Field required"),
     ("eval.suites=[world-singel]", r"eval.suites: unknown suite\(s\) world-singel"),

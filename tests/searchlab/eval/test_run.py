@@ -65,3 +65,23 @@ def test_every_system_on_every_benchmark_then_a_rerun_computes_only_missing_shar
     assert {k: v for k, v in redone.items() if k != "seconds"} == \
         {k: v for k, v in results["benchmarks"]["people"]["systems"]["sft/rag"].items() if k != "seconds"}
     assert loads == ["sft", "sft"] and bm25.calls == [(["Who discovered penicillin?"], params().topk)]
+
+
+def test_the_sampled_system_averages_several_sampled_episodes_per_question(model, tok, bm25, tmp_path):
+    from searchlab.eval.metrics import mean_record
+    from searchlab.params import SamplingParams
+
+    results = run_evaluation({"sft": lambda: (Scripted(model, tok), tok)}, ["agent", "sampled"], BENCHMARKS, bm25,
+                             params(), tmp_path / "out", tmp_path / "shards", resamples=200,
+                             sampling=SamplingParams(temperature=0.9, samples=3))
+    systems = results["benchmarks"]["capitals"]["systems"]
+    # the scripted model writes the same turns however it samples: every sample is the greedy episode
+    assert systems["sft/sampled"]["em"]["mean"] == systems["sft/agent"]["em"]["mean"] == 1.0
+    records = [json.loads(line) for line in
+               (tmp_path / "out/predictions/capitals/sft-sampled.jsonl").read_text().splitlines()]
+    assert [r["samples"] for r in records] == [["Tokyo"] * 3, ["Oslo"] * 3]
+    assert "- sampled: the agent, 3 sampled episodes per question; EM and F1 are their means (sampled at " \
+           "temperature 0.9" in (tmp_path / "out/report.md").read_text()
+    mixed = mean_record([{"prediction": "a", "em": 1.0, "f1": 1.0, "cover_em": 1.0, "searches": 1},
+                         {"prediction": "b", "em": 0.0, "f1": 0.5, "cover_em": 0.0, "searches": 2}])
+    assert (mixed["em"], mixed["f1"], mixed["searches"], mixed["samples"]) == (0.5, 0.75, 1.5, ["a", "b"])

@@ -256,3 +256,18 @@ def test_the_kb_filter_rejects_what_the_kb_does_not_confirm_and_only_when_asked(
     assert reported.verified and reported.kb_correct is False
     filtered = verified("Kyoto", kb_filter=True)
     assert not filtered.verified and filtered.reason == "kb_wrong" and filtered.rag_answer == "Tokyo"
+
+
+def test_the_solver_s_dev_em_is_scored_every_round_and_the_best_round_kept(world, tokenizer, tmp_path):
+    corpus, qa, retriever = world
+    own_qa = tmp_path / "qa"
+    own_qa.mkdir()
+    (own_qa / "train.jsonl").write_text((qa / "train.jsonl").read_text())
+    (own_qa / "dev.jsonl").write_text(json.dumps({"question": "What is the capital of Norway?", "answers": ["Oslo"]})
+                                      + "\n")
+    params = _params(rounds=2, dev={"questions": 1, "samples": 1}, keep="best")
+    figures = train_selfplay(params, QA, ROLLOUT, policy(tokenizer), tokenizer, retriever, corpus, own_qa,
+                             tmp_path / "out", tmp_path / "work")
+    log = read_jsonl(tmp_path / "out/train_log.jsonl")
+    assert {row["step"]: row["dev/em"] for row in log if "dev/em" in row} == {0: 1.0, 1: 1.0, 2: 1.0}
+    assert figures["dev_em_start"] == 1.0 and figures["kept_step"] == 1  # the first of equal rounds
