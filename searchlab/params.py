@@ -515,8 +515,8 @@ class RLParams(Section):
     max_grad_norm: float = Field(1.0, gt=0)
     temperature: float = Field(1.0, gt=0, description="sampling temperature of the training rollouts (the loss's "
                                                       "log-probabilities use the same)")
-    extractive_answers: Literal["off", "masked", "scored"] = Field(
-        "off", description="answers of the training rollouts: off, sampled freely; masked, decoded under "
+    extractive_answers: Literal["free", "masked", "scored"] = Field(
+        "free", description="answers of the training rollouts: free, sampled freely; masked, decoded under "
                            "rollout.extractive_answers' constraint (as evaluation decodes them) with the constrained "
                            "answer tokens out of the loss; scored, constrained and in the loss (the policy learns to "
                            "put its mass on the span it copied)")
@@ -596,9 +596,9 @@ class RLParams(Section):
                              "model, which rl.use_vllm replaces; name a simulator folder or set rl.use_vllm: false")
         if self.keep == "best" and not self.dev.questions:
             raise ValueError("rl.keep: best chooses by dev EM; set rl.dev.questions (e.g. 64) or rl.keep: last")
-        if self.extractive_answers != "off" and self.use_vllm:
+        if self.extractive_answers != "free" and self.use_vllm:
             raise ValueError("rl.extractive_answers: the constraint needs the Hugging Face engine (vLLM has no "
-                             "per-step hook for it); set it to off or rl.use_vllm: false")
+                             "per-step hook for it); set it to free or rl.use_vllm: false")
         if self.llds.coef > 0 and self.num_iterations < 2:
             raise ValueError("rl.llds.coef: LLDS compares each token's likelihood with its rollout-time value, which "
                              "equals the current one when every batch is used once; set rl.num_iterations >= 2")

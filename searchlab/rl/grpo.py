@@ -41,11 +41,20 @@ likelihood-preserving penalty (:func:`llds_penalty`) to TRL's loss; both read
 the policy's per-token log-probabilities from TRL's own forward pass, so they
 cost no extra pass.
 
-Decoding: rollouts sample at ``rl.temperature`` with top-p 1 and without
-``rollout.extractive_answers``: the extractive constraint masks logits, so the
-tokens it lets through are not samples of the policy whose log-probabilities
-the loss computes. TRL computes the log-probabilities at the same temperature.
-Every step rolls out with its own seed (``rl.seed`` and the step).
+Decoding: rollouts sample at ``rl.temperature`` with top-p 1; answers are
+free, or (``rl.extractive_answers``: masked, scored) decoded under the
+extractive constraint evaluation uses; with ``masked`` the constrained answer
+tokens leave the loss (:func:`trl_batch`), since they are not samples of the
+policy whose log-probabilities TRL computes. TRL computes the log-probabilities
+at the same temperature. Every step rolls out with its own seed (``rl.seed``,
+the step, the process and, under dynamic sampling, the draw).
+
+Dynamic sampling (``rl.dynamic_sampling``, DAPO's): a group whose episodes all
+earned the same reward has zero advantage everywhere and teaches nothing; such
+groups are replaced by the groups of freshly drawn questions, up to that many
+extra draws, before TRL sees the batch. Rewards are therefore scored at rollout
+time (:meth:`SearchEpisodes.score`); TRL's reward function returns them. The
+curriculum learns from every group rolled out, replaced ones included.
 """
 
 from __future__ import annotations
@@ -143,7 +152,7 @@ def training_rollout_params(rollout_params: RolloutParams, rl: RLParams, step: i
     """The rollout settings of RL step ``step`` (its draw ``draw``): sampling at ``rl.temperature``, answers
     constrained as ``rl.extractive_answers`` says, an own seed per step, process and draw."""
     return rollout_params.model_copy(update={
-        "temperature": rl.temperature, "top_p": 1.0, "extractive_answers": rl.extractive_answers != "off",
+        "temperature": rl.temperature, "top_p": 1.0, "extractive_answers": rl.extractive_answers != "free",
         "batch_size": batch_size, "seed": (rl.seed * 1_000_003 + step) * 64 + rank + draw * 2 ** 40, "engine": "hf"})
 
 
