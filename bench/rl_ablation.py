@@ -22,8 +22,8 @@ Written to ``--out`` (default ``<data_dir>/.work/rl-ablation``): one folder
 per row (the policy, ``train_log.jsonl``, ``curves.png``, kept trajectories and,
 for clpo, ``restructured.jsonl``), ``eval/`` (the evaluate stage's report and
 predictions), ``likelihood.png`` (mean log-likelihood of correct and incorrect
-training responses per step, per row: LLDS's curves) and ``ablation.md`` (the
-tables). A row whose policy is already in ``--out`` is not trained again.
+training responses per step, per row: LLDS's curves), ``dev.png`` (dev EM and
+training reward by step, per row) and ``ablation.md`` (the tables). A row whose policy is already in ``--out`` is not trained again.
 Each row is also an MLflow run in the experiment ``rl-ablation`` of the
 project's store (params, EM with intervals per suite, difference and p-value
 against grpo), so the rows compare side by side in the MLflow UI.
@@ -103,6 +103,33 @@ def signal_shares(history: list[dict]) -> dict[str, float]:
         if values:
             shares[name] = round(sum(values) / len(values), 3)
     return shares
+
+
+def chart_dev(out: Path, rows: list[str], window: int = 10) -> None:
+    """``dev.png``: per row, greedy dev EM at each scored checkpoint (top) and the training reward as a running
+    mean over ``window`` steps (bottom)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, (top, bottom) = plt.subplots(2, 1, figsize=(8, 7), sharex=True)
+    for colour, name in enumerate(rows):
+        history = read_jsonl(out / name / "train_log.jsonl")
+        dev = [(row["step"], row["dev/em"]) for row in history if "dev/em" in row]
+        if dev:
+            top.plot(*zip(*dev), "o-", color=f"C{colour}", label=name)
+        rewards = [row["reward"] for row in history if "reward" in row]
+        means = [sum(rewards[max(0, j - window + 1):j + 1]) / len(rewards[max(0, j - window + 1):j + 1])
+                 for j in range(len(rewards))]
+        bottom.plot(range(1, len(means) + 1), means, color=f"C{colour}", label=name)
+    top.set_ylabel("greedy dev EM")
+    top.legend(fontsize="small", ncol=2)
+    bottom.set_ylabel(f"training reward ({window}-step mean)")
+    bottom.set_xlabel("optimizer step")
+    figure.tight_layout()
+    figure.savefig(out / "dev.png", dpi=80)
+    plt.close(figure)
 
 
 def chart_likelihood(out: Path, rows: list[str], window: int = 10) -> None:
@@ -232,6 +259,7 @@ def main() -> None:
                                  out / "eval/shards", p.eval.resamples, p.eval.seed,
                                  progress=logging.getLogger("eval").info)
     chart_likelihood(out, args.rows)
+    chart_dev(out, args.rows)
     report = tables(results, args.rows, figures)
     (out / "ablation.md").write_text(report)
     log_to_mlflow(p, results, args.rows, figures, args)
