@@ -208,7 +208,8 @@ class SearchEpisodes:
         self.trajectory_dir, self.keep_every = trajectory_dir, keep_every
         self.last: StepBatch | None = None
         self.timings: dict[str, float] = {"rollout": 0.0, "reward": 0.0}
-        self.rollouts = 0  # rollout batches this process rolled out (several optimizer steps may share one)
+        self.rollouts = 0  # steps' rollout batches this process rolled out, each with all its draws (several
+        # optimizer steps may share one)
 
     # -- TRL's rollout_func
     def rollout_func(self, prompts: list, trainer) -> dict[str, list]:
@@ -222,6 +223,7 @@ class SearchEpisodes:
         wanted = len(prompts) // generations
         chosen = self.curriculum.select(step, wanted * world)[rank * wanted:(rank + 1) * wanted]
         retriever, noise = self._step_retriever(step, rank)
+        self.rollouts += 1
         informative, uniform, first_uniform, draw = [], [], None, 0
         while True:
             for group in self._play(trainer, retriever, step, chosen, draw, rank):
@@ -277,7 +279,6 @@ class SearchEpisodes:
         started = time.perf_counter()
         episodes = self._rollout(trainer, retriever, [q["question"] for q in repeated], params)
         self.timings["rollout"] += time.perf_counter() - started
-        self.rollouts += 1
         started = time.perf_counter()
         rewards = [self.score(e, q) for e, q in zip(episodes, repeated)]
         self.timings["reward"] += time.perf_counter() - started
