@@ -93,6 +93,20 @@ def train_row(name: str, overrides: list[str], args, out: Path, retriever) -> di
     return figures
 
 
+def evaluate_agents(p, folders: dict[str, Path], retriever, out: Path) -> dict:
+    """The evaluate stage's code on the built suites: every policy of ``folders`` as the agent, paired-tested;
+    outputs and resumable shards in ``out``."""
+    from searchlab.eval.run import run_evaluation
+    from searchlab.model import load_agent
+    from tasks.evaluate import load_benchmarks
+
+    loaders = {name: (lambda folder=folder: load_agent(str(folder), p.model, p.rollout))
+               for name, folder in folders.items()}
+    benchmarks = load_benchmarks(p.eval, ROOT / p.runtime.data_dir / "benchmarks", ROOT)
+    return run_evaluation(loaders, ["agent"], benchmarks, retriever, p.rollout, out, out / "shards",
+                          p.eval.resamples, p.eval.seed, progress=logging.getLogger("eval").info)
+
+
 def signal_shares(history: list[dict]) -> dict[str, float]:
     """Over a run's steps: the mean share of groups whose episodes all earned the same reward (no advantage) in
     the first draw of questions and in the batch trained on (they differ under dynamic sampling)."""
@@ -233,11 +247,9 @@ def main() -> None:
         args.rows.insert(0, REFERENCE)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
 
-    from searchlab.eval.run import run_evaluation
-    from searchlab.model import load_agent
     from searchlab.params import load_params
     from searchlab.retrieval import open_retriever
-    from tasks.evaluate import load_benchmarks, torch_threads
+    from tasks.evaluate import torch_threads
 
     p = load_params(ROOT / args.params, args.overrides)
     data = ROOT / p.runtime.data_dir
@@ -251,13 +263,8 @@ def main() -> None:
         for name in args.rows:
             logging.info("ablation: training row %s (%s)", name, " ".join(ROWS[name]) or "plain GRPO")
             figures[name] = train_row(name, ROWS[name], args, out, retriever)
-        folders = {"sft": args.sft, **{name: out / name for name in args.rows}}
-        loaders = {name: (lambda folder=folder: load_agent(str(folder), p.model, p.rollout))
-                   for name, folder in folders.items()}
-        benchmarks = load_benchmarks(p.eval, data / "benchmarks", ROOT)
-        results = run_evaluation(loaders, ["agent"], benchmarks, retriever, p.rollout, out / "eval",
-                                 out / "eval/shards", p.eval.resamples, p.eval.seed,
-                                 progress=logging.getLogger("eval").info)
+        results = evaluate_agents(p, {"sft": args.sft, **{name: out / name for name in args.rows}}, retriever,
+                                  out / "eval")
     chart_likelihood(out, args.rows)
     chart_dev(out, args.rows)
     report = tables(results, args.rows, figures)

@@ -101,11 +101,10 @@ def main() -> None:
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
 
-    from searchlab.eval.run import run_evaluation
-    from searchlab.model import load_agent
+    from rl_ablation import evaluate_agents  # the same evaluation as the ablation's (bench/ is on the path)
     from searchlab.params import load_params
     from searchlab.retrieval import open_retriever
-    from tasks.evaluate import load_benchmarks, torch_threads
+    from tasks.evaluate import torch_threads
 
     p = load_params(ROOT / args.params, args.overrides)
     data = ROOT / p.runtime.data_dir
@@ -124,12 +123,7 @@ def main() -> None:
             logging.info("seeds: rl with seed %d", seed)
             train_rl_seed(p, seed, folders[sft_names[seed]], out / f"rl-{seed}", out / f"rl-{seed}-work", retriever)
             folders[f"rl-{seed}"] = out / f"rl-{seed}"
-        loaders = {name: (lambda folder=folder: load_agent(str(folder), p.model, p.rollout))
-                   for name, folder in folders.items()}
-        benchmarks = load_benchmarks(p.eval, data / "benchmarks", ROOT)
-        results = run_evaluation(loaders, ["agent"], benchmarks, retriever, p.rollout, out / "eval",
-                                 out / "eval/shards", p.eval.resamples, p.eval.seed,
-                                 progress=logging.getLogger("eval").info)
+        results = evaluate_agents(p, folders, retriever, out / "eval")
     report = tables(results, args.seeds, sft_names)
     (out / "seeds.md").write_text(f"Overrides: {' '.join(args.overrides) or 'none'}\n\n{report}")
     (out / "seeds.json").write_text(json.dumps({"seeds": args.seeds, "overrides": args.overrides}, indent=1))
