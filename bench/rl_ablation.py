@@ -93,9 +93,9 @@ def train_row(name: str, overrides: list[str], args, out: Path, retriever) -> di
     return figures
 
 
-def evaluate_agents(p, folders: dict[str, Path], retriever, out: Path) -> dict:
-    """The evaluate stage's code on the built suites: every policy of ``folders`` as the agent, paired-tested;
-    outputs and resumable shards in ``out``."""
+def evaluate_agents(p, folders: dict[str, Path], retriever, out: Path, systems: tuple[str, ...] = ("agent",)) -> dict:
+    """The evaluate stage's code on the built suites: every policy of ``folders`` run as each of ``systems``
+    (``agent``, ``sampled``), paired-tested; outputs and resumable shards in ``out``."""
     from searchlab.eval.run import run_evaluation
     from searchlab.model import load_agent
     from tasks.evaluate import load_benchmarks
@@ -103,8 +103,9 @@ def evaluate_agents(p, folders: dict[str, Path], retriever, out: Path) -> dict:
     loaders = {name: (lambda folder=folder: load_agent(str(folder), p.model, p.rollout))
                for name, folder in folders.items()}
     benchmarks = load_benchmarks(p.eval, ROOT / p.runtime.data_dir / "benchmarks", ROOT)
-    return run_evaluation(loaders, ["agent"], benchmarks, retriever, p.rollout, out, out / "shards",
-                          p.eval.resamples, p.eval.seed, progress=logging.getLogger("eval").info)
+    return run_evaluation(loaders, list(systems), benchmarks, retriever, p.rollout, out, out / "shards",
+                          p.eval.resamples, p.eval.seed, progress=logging.getLogger("eval").info,
+                          sampling=p.eval.sampling)
 
 
 def signal_shares(history: list[dict]) -> dict[str, float]:
@@ -174,8 +175,36 @@ def chart_likelihood(out: Path, rows: list[str], window: int = 10) -> None:
     plt.close(figure)
 
 
+def versus_sft(results: dict, rows: list[str], system: str) -> list[str]:
+    """A Markdown table: each row's difference from sft as ``system`` (paired bootstrap, p) per suite."""
+    suites = list(results["benchmarks"])
+    lines = ["| row | " + " | ".join(suites) + " |", "|---" * (len(suites) + 1) + "|"]
+    for name in rows:
+        cells = []
+        for suite in suites:
+            c = results["benchmarks"][suite]["comparisons"][f"{name}/{system} vs sft/{system}"]
+            cells.append(f"{c['difference']:+.3f} (p {c['p_value']:.3f})")
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def sampled_table(results: dict, rows: list[str]) -> str:
+    """The Markdown tables of the ``sampled`` system: mean EM over k samples per suite, and the difference
+    from sft."""
+    suites = list(results["benchmarks"])
+    em = ["| row | " + " | ".join(suites) + " |", "|---" * (len(suites) + 1) + "|"]
+    for name in ["sft", *rows]:
+        em.append(f"| {name} | " + " | ".join(
+            f"{results['benchmarks'][suite]['systems'][f'{name}/sampled']['em']['mean']:.3f}" for suite in suites)
+            + " |")
+    return "\n".join(["Held-out EM, sampled system (mean over k sampled episodes per question):", "", *em, "",
+                      "Sampled: difference against sft (paired bootstrap, two-sided p):", "",
+                      *versus_sft(results, rows, "sampled"), ""])
+
+
 def tables(results: dict, rows: list[str], figures: dict[str, dict]) -> str:
-    """The Markdown tables: EM [95% interval] per suite and row; difference against grpo (p) per suite and row."""
+    """The Markdown tables: EM [95% interval] per suite and row; difference against grpo and against sft (p) per
+    suite and row."""
     suites = list(results["benchmarks"])
     em = ["| row | " + " | ".join(suites) + " | rollout s/step | uniform groups (drawn → trained) | dev EM start → "
           "last |", "|---" * (len(suites) + 4) + "|"]
@@ -198,7 +227,9 @@ def tables(results: dict, rows: list[str], figures: dict[str, dict]) -> str:
             cells.append(f"{c['difference']:+.3f} (p {c['p_value']:.3f})")
         versus.append(f"| {name} | " + " | ".join(cells) + " |")
     return "\n".join(["Held-out EM, agent system, 95% bootstrap intervals:", "", *em, "",
-                      f"Difference against {REFERENCE} (paired bootstrap, two-sided p):", "", *versus, ""])
+                      f"Difference against {REFERENCE} (paired bootstrap, two-sided p):", "", *versus, "",
+                      "Difference against sft (paired bootstrap, two-sided p):", "",
+                      *versus_sft(results, rows, "agent"), ""])
 
 
 def log_to_mlflow(p, results: dict, rows: list[str], figures: dict[str, dict], args) -> None:
@@ -238,6 +269,9 @@ def main() -> None:
     parser.add_argument("--sft", type=Path, help="the policy every row starts from; default <data_dir>/sft")
     parser.add_argument("--out", type=Path, help="default <data_dir>/.work/rl-ablation")
     parser.add_argument("--set", dest="overrides", action="append", default=[], help="KEY=VALUE for every row")
+    parser.add_argument("--sampled", nargs="*", metavar="ROW",
+                        help="also evaluate sft and these rows (all, if none named) as the sampled system "
+                             "(eval.sampling: k episodes per question at the training temperature)")
     args = parser.parse_args()
     for row in args.row:
         name, _, overrides = row.partition("=")
@@ -265,9 +299,15 @@ def main() -> None:
             figures[name] = train_row(name, ROWS[name], args, out, retriever)
         results = evaluate_agents(p, {"sft": args.sft, **{name: out / name for name in args.rows}}, retriever,
                                   out / "eval")
+        if args.sampled is not None:
+            sampled_rows = args.sampled or args.rows
+            sampled = evaluate_agents(p, {"sft": args.sft, **{name: out / name for name in sampled_rows}},
+                                      retriever, out / "eval-sampled", systems=("sampled",))
     chart_likelihood(out, args.rows)
     chart_dev(out, args.rows)
     report = tables(results, args.rows, figures)
+    if args.sampled is not None:
+        report += "\n" + sampled_table(sampled, sampled_rows)
     (out / "ablation.md").write_text(report)
     log_to_mlflow(p, results, args.rows, figures, args)
     print(report)

@@ -489,12 +489,12 @@ class CLPOParams(Section):
                                               "templates)")
 
 
-def check_init(init: str, section: str, stages: tuple[str, ...]) -> None:
-    """Raise ValueError naming ``<section>.init`` for a policy source that cannot be one: a pipeline stage other
+def check_init(init: str, section: str, stages: tuple[str, ...], key: str = "init") -> None:
+    """Raise ValueError naming ``<section>.<key>`` for a policy source that cannot be one: a pipeline stage other
     than ``stages``, or a malformed ``models:/`` reference (a folder is checked when the stage's inputs are)."""
     pipeline_stages = ("corpus", "index", "qa", "benchmarks", "base", "sft", "selfplay", "rl", "evaluate")
     if init in pipeline_stages and init not in stages:
-        raise ValueError(f"{section}.init: {init!r} is not a model this stage can start from; expected "
+        raise ValueError(f"{section}.{key}: {init!r} is not a model this stage can start from; expected "
                          f"{', '.join(stages)}, a local Hugging Face folder or models:/NAME@ALIAS")
     registry_reference(init)
 
@@ -628,10 +628,15 @@ class SelfPlayParams(Section):
                              "numbers, words); passage titles without a KB")
     proposer_reward: Literal["1-s", "4s(1-s)"] = Field(
         "1-s", description="reward of a verified question: 1 - s (SSP), or 4s(1 - s) (highest at s = 0.5)")
-    invalid_reward: float = Field(-1.0, le=0, description="reward of a proposal that fails verification")
-    unverified_reward: float | None = Field(
-        None, le=0, description="reward of a proposal that passes the text checks (a grounded question not naming "
-                                "its answer) but fails a later one; null: invalid_reward")
+    invalid_reward: float = Field(-1.0, le=0, description="reward of a proposal that fails verification (with "
+                                                          "graded, of one that fails the first check)")
+    graded: bool = Field(False, description="a failed proposal earns invalid_reward x (1 - i/n), i of the n checks "
+                                            "passed in order (no question ... duplicate): a grounded question not "
+                                            "naming its answer beats garbage, so proposer groups have spread")
+    proposer: str = Field("policy", description="who proposes: policy (the policy being trained plays both roles), "
+                                                "or a frozen model that proposes while the policy only solves: base "
+                                                "or sft (those stages' models), smollm2-135m-instruct or a .gguf "
+                                                "file, a local Hugging Face folder, or models:/NAME@ALIAS")
     max_question_words: int = Field(40, ge=3, description="a longer proposed question fails verification")
     grounded: bool = Field(True, description="reject a question that uses no name (a run of capitalised words), "
                                              "or one the proposer's passages do not contain")
@@ -671,19 +676,27 @@ class SelfPlayParams(Section):
     def _check(self) -> "SelfPlayParams":
         check_registry_alias(self.registry_alias, "selfplay")
         check_init(self.init, "selfplay", ("base", "sft"))
+        if self.proposer != "policy":
+            check_init(self.proposer, "selfplay", ("base", "sft"), key="proposer")
         if self.keep == "best" and not self.dev.questions:
             raise ValueError("selfplay.keep: best chooses by dev EM; set selfplay.dev.questions (e.g. 64) or "
                              "selfplay.keep: last")
-        episodes = (self.proposals_per_round + self.solver_questions) * self.num_generations
+        episodes = self.trained_groups * self.num_generations
         if episodes % self.grad_accum:
-            raise ValueError(f"selfplay.grad_accum {self.grad_accum} does not divide the {episodes} episodes of a "
-                             f"round ((proposals_per_round + solver_questions) x num_generations)")
+            raise ValueError(f"selfplay.grad_accum {self.grad_accum} does not divide the {episodes} trained episodes "
+                             f"of a round ((proposals_per_round + solver_questions) x num_generations, without "
+                             f"the proposals when selfplay.proposer is another model)")
         return self
+
+    @property
+    def trained_groups(self) -> int:
+        """GRPO groups per round: the solver's, and the proposer's when the policy proposes."""
+        return self.solver_questions + (self.proposals_per_round if self.proposer == "policy" else 0)
 
     def as_rl(self) -> "RLParams":
         """The :class:`RLParams` the rl stage's trainer runs a round with: one step per round, both roles' groups."""
         return RLParams(
-            steps=self.rounds, questions_per_step=self.proposals_per_round + self.solver_questions,
+            steps=self.rounds, questions_per_step=self.trained_groups,
             num_generations=self.num_generations, grad_accum=self.grad_accum, learning_rate=self.learning_rate,
             warmup_ratio=self.warmup_ratio, max_grad_norm=self.max_grad_norm, temperature=self.temperature,
             loss_type=self.loss_type, scale_rewards=self.scale_rewards, beta=self.beta, epsilon=self.epsilon,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from searchlab.model.gguf import PACKAGED, gguf_file
 from searchlab.params import Params
 from searchlab.rl.train import check_device
 from searchlab.selfplay.train import run_selfplay
@@ -25,19 +26,38 @@ def _build(ctx: StageContext) -> dict:
     start = resolve(p.selfplay.init, "selfplay.init", p, ctx.root, ctx.inputs)
     figures = run_selfplay(p.model, p.rollout, p.selfplay, p.qa, start, ctx.inputs["corpus"],
                            ctx.inputs["qa"], ctx.inputs["index"], p.section("retriever"), ctx.out_dir, ctx.work_dir,
-                           config)
+                           config, proposer(p, ctx.root, ctx.inputs))
     return {**figures, **sample_trajectories(ctx, p.selfplay.samples, p.selfplay.seed, "self-play")}
 
 
+def proposer(params: Params, root: Path, stage_dirs: dict[str, Path]) -> str | None:
+    """What loads as the frozen proposer ``selfplay.proposer`` names: a model folder, or a GGUF file or packaged
+    checkpoint as named; None when the policy proposes."""
+    source = params.selfplay.proposer
+    if source == "policy":
+        return None
+    if gguf_file(source, root) is not None:
+        return source if source in PACKAGED else str(root / source)
+    return str(resolve(source, "selfplay.proposer", params, root, stage_dirs))
+
+
+def _model_sources(params: Params) -> dict[str, str]:
+    """``{key: source}`` of the models self-play loads: its policy and, unless the policy proposes, its proposer."""
+    s = params.selfplay
+    return {"selfplay.init": s.init, **({"selfplay.proposer": s.proposer} if s.proposer != "policy" else {})}
+
+
 def upstream(params: Params) -> tuple[str, ...]:
-    """The corpus, index and qa stages, and the stage ``selfplay.init`` names (if a stage)."""
-    start = stage_of(params.selfplay.init)
-    return ("corpus", "index", "qa", *((start,) if start else ()))
+    """The corpus, index and qa stages, and the stages ``selfplay.init`` and ``selfplay.proposer`` name."""
+    stages = [stage_of(source) for source in _model_sources(params).values()]
+    return ("corpus", "index", "qa", *dict.fromkeys(stage for stage in stages if stage))
 
 
 def external_inputs(params: Params, root: Path) -> dict[str, Path]:
-    """The starting policy when ``selfplay.init`` names a folder or a registry reference."""
-    return external_models({"selfplay.init": params.selfplay.init}, params, root)
+    """The starting policy and the proposer where they name a folder or a registry reference (a GGUF file or a
+    packaged checkpoint is named by the params, and its package's pinned version)."""
+    sources = {key: source for key, source in _model_sources(params).items() if gguf_file(source, root) is None}
+    return external_models(sources, params, root)
 
 
 def _registry(params: Params) -> tuple[str, str]:

@@ -30,9 +30,11 @@ def main(job: dict) -> None:
     model, tokenizer = load_model(job["start"], model_params.trust_remote_code, model_params.dtype, device="cpu")
     corpus = Path(job["corpus"])
     kb = KB.load(corpus) if (corpus / "kb.jsonl").is_file() else None
+    proposer = load_model(job["proposer"], model_params.trust_remote_code, model_params.dtype, device="cpu") if job.get(
+        "proposer") else None
     with open_retriever(RetrieverParams(**job["retriever"]), Path(job["index"])) as retriever:
         figures = train_selfplay(selfplay, qa, rollout, model, tokenizer, retriever, corpus, Path(job["qa_dir"]),
-                                 Path(job["out_dir"]), Path(job["work_dir"]), kb)
+                                 Path(job["out_dir"]), Path(job["work_dir"]), kb, proposer=proposer)
     if figures is not None:  # the main process
         Path(job["result"]).write_text(json.dumps(figures))
 

@@ -5,17 +5,19 @@ for :func:`searchlab.rl.grpo.make_trainer` (same trainer, rewards, masks and
 checkpoints). Each round (the trainer's ``rollout_func`` for step ``k``):
 
 1. **propose**: ``proposals_per_round`` seed answers, ``num_generations``
-   proposer episodes each (the proposer's GRPO group), sampled;
+   proposer episodes each (the proposer's GRPO group), sampled; by the
+   policy, or by another, frozen model (``selfplay.proposer``), whose episodes
+   are then not trained on;
 2. **verify** every proposal (:func:`searchlab.selfplay.verify.verify`);
 3. **solve**: ``num_generations`` solver episodes for every verified question
    (their mean EM is its success rate ``s``) and for the earlier rounds'
    kept questions replayed to fill ``solver_questions`` training groups;
 4. **update**: the proposer groups (reward ``1 - s`` or ``4s(1 - s)`` for a
-   verified proposal, ``invalid_reward`` for one that failed, or
-   ``unverified_reward`` for one that failed after the text checks) and the solver
-   groups (the rl stage's reward of the parsed answer against the seed answer)
-   form the step's batch; groups nothing fills (no question to solve yet) are
-   copies of proposer episodes with no reward, which TRL gives no advantage.
+   verified proposal, ``invalid_reward`` for one that failed, or with
+   ``graded`` a share of it by how far it got: :func:`proposer_reward`) and the
+   solver groups (the rl stage's reward of the parsed answer against the seed
+   answer) form the step's batch; groups nothing fills (no question to solve
+   yet) are one-token episodes with no reward, which TRL gives no advantage.
 
 Both roles' environment text (passages, feedback) is masked out of the loss
 as in the rl stage. Every proposal with its verdict goes to
@@ -33,14 +35,14 @@ from collections import Counter
 from pathlib import Path
 
 from searchlab.agent.protocol import proposer_instruction
-from searchlab.agent.rollout import Rollout, chat_prompt, rollout
+from searchlab.agent.rollout import Rollout, chat_prompt, encode_prompt, rollout
 from searchlab.jsonl import read_jsonl, write_jsonl
 from searchlab.params import RolloutParams, SelfPlayParams
 from searchlab.rl.grpo import StepBatch, generation_model, policy_params, training_rollout_params, trl_batch
 from searchlab.rl.rewards import reward
 from searchlab.scoring import normalize_answer
 from searchlab.selfplay.seeds import draw_seeds
-from searchlab.selfplay.verify import LATE_CHECKS, KBCheck, Proposal, novelty, verify
+from searchlab.selfplay.verify import CHECKS, KBCheck, Proposal, novelty, verify
 
 
 class HitLog:
@@ -56,12 +58,17 @@ class HitLog:
 
 
 def proposer_reward(proposal: Proposal, params: SelfPlayParams) -> float:
-    """SSP's proposer reward: ``1 - s`` (or ``4s(1 - s)``) for a verified question, ``invalid_reward`` otherwise;
-    ``unverified_reward`` (when set) for a proposal that failed only a check after the text checks, so that a
-    group with no verified question still tells a well-formed question from one that names its answer."""
+    """SSP's proposer reward: ``1 - s`` (or ``4s(1 - s)``) for a verified question, ``invalid_reward`` otherwise.
+
+    With ``graded``, a failed proposal earns ``invalid_reward * (1 - i / n)``,
+    ``i`` the checks it passed of the ``n`` of :data:`~searchlab.selfplay.verify.CHECKS`:
+    with no verified question in a group (the tiny proposer's usual case), a
+    grounded question that does not name its answer still beats no question,
+    so the group has a spread to learn from.
+    """
     if not proposal.verified:
-        if params.unverified_reward is not None and proposal.reason in LATE_CHECKS:
-            return params.unverified_reward
+        if params.graded:
+            return params.invalid_reward * (1 - CHECKS.index(proposal.reason) / len(CHECKS))
         return params.invalid_reward
     s = proposal.solver_success or 0.0
     return 1.0 - s if params.proposer_reward == "1-s" else 4.0 * s * (1.0 - s)
@@ -97,16 +104,21 @@ FILLER_WARNING = _FillerWarning()
 
 
 class SelfPlayRounds:
-    """The self-play environment of one training run (see the module doc); ``curriculum`` is None for the trainer."""
+    """The self-play environment of one training run (see the module doc); ``curriculum`` is None for the trainer.
+
+    ``proposer``: ``(model, tokenizer)`` of a frozen proposer (``selfplay.proposer`` names a model), or None when
+    the policy proposes.
+    """
 
     curriculum = None
 
     def __init__(self, tokenizer, retriever, seeds: list[str], rollout_params: RolloutParams, params: SelfPlayParams,
-                 rounds_dir: Path, known_questions: set[str], kb_check: KBCheck | None = None) -> None:
+                 rounds_dir: Path, known_questions: set[str], kb_check: KBCheck | None = None,
+                 proposer: tuple | None = None) -> None:
         if len(seeds) < params.proposals_per_round:
             raise ValueError(f"selfplay.proposals_per_round is {params.proposals_per_round}, but the corpus gives only "
                              f"{len(seeds)} seed answers")
-        self.tokenizer, self.retriever, self.seeds = tokenizer, retriever, seeds
+        self.tokenizer, self.retriever, self.seeds, self.proposer = tokenizer, retriever, seeds, proposer
         self.rollout_params, self.params, self.rl = rollout_params, params, params.as_rl()
         self.rounds_dir, self.known, self.kb_check = rounds_dir, known_questions, kb_check
         self.kept: set[str] | None = None  # normalised kept questions, read back from earlier rounds when first needed
@@ -134,7 +146,7 @@ class SelfPlayRounds:
         from accelerate.utils import gather_object
 
         p, generations = self.params, trainer.num_generations
-        expected = (p.proposals_per_round + p.solver_questions) * generations
+        expected = p.trained_groups * generations
         if len(prompts) != expected:
             raise ValueError(f"the trainer asked for {len(prompts)} episodes, a round has {expected}")
         step, rank = trainer.state.global_step, trainer.accelerator.process_index
@@ -147,8 +159,13 @@ class SelfPlayRounds:
         params = training_rollout_params(self.rollout_params, self.rl, step, len(answers), rank)
         log = HitLog(self.retriever)
         with generation_model(trainer) as model:
-            proposer_episodes = rollout(model, self.tokenizer, log, answers, policy_params(trainer, params),
-                                        [chat_prompt(self.tokenizer, proposer_instruction(a)) for a in answers])
+            proposer, proposer_tokenizer = self.proposer or (model, self.tokenizer)
+            if self.proposer:  # a frozen model generates on the device the trainer put the policy on
+                proposer.to(trainer.accelerator.device)
+            proposer_params = params.model_copy(update={"engine": "hf"}) if self.proposer else policy_params(
+                trainer, params)
+            proposer_episodes = rollout(proposer, proposer_tokenizer, log, answers, proposer_params,
+                                        [chat_prompt(proposer_tokenizer, proposer_instruction(a)) for a in answers])
             proposals = [Proposal(step, a, e.proposed, [(q, log.hits[q]) for q in e.searches[:len(e.retrieved)]],
                                   e.completion) for a, e in zip(answers, proposer_episodes)]
             verify(proposals, model, self.tokenizer, self.retriever, policy_params(trainer, self.rollout_params),
@@ -176,21 +193,22 @@ class SelfPlayRounds:
             x.solver_success = sum(scored[i].outcome for i in members) / generations
             x.solver_answers = [solver_episodes[i].answer for i in members]
 
-        episodes: list[Rollout] = list(proposer_episodes)
-        rewards: list[float | None] = [proposer_reward(x, p) for x in proposals]
-        roles = [{"role": "proposer", "answer": a} for a in answers]
+        proposer_rewards = [proposer_reward(x, p) for x in proposals]
+        episodes: list[Rollout] = [] if self.proposer else list(proposer_episodes)
+        rewards: list[float | None] = [] if self.proposer else list(proposer_rewards)
+        roles = [] if self.proposer else [{"role": "proposer", "answer": a} for a in answers]
         for item in trained:
             episodes += [solver_episodes[i] for i in groups[item]]
             rewards += [scored[i].total for i in groups[item]]
             roles += [{"role": "solver", "question": item[0], "answers": [item[1]]}] * generations
-        for _ in range(p.solver_questions - len(trained)):  # nothing to solve yet: no learning signal
-            episodes += proposer_episodes[:generations]
-            rewards += [None] * generations
-            roles += [{"role": "filler"}] * generations
+        fillers = (p.solver_questions - len(trained)) * generations  # nothing to solve yet: no learning signal
+        episodes += [self._filler(answers[0])] * fillers
+        rewards += [None] * fillers
+        roles += [{"role": "filler"}] * fillers
         self.last = StepBatch(step, roles, episodes, rewards)
 
         records = gather_object([x.record() for x in proposals])
-        summary = round_summary(step, records, [rewards[i] for i in range(len(answers))],
+        summary = round_summary(step, records, proposer_rewards,
                                 [rewards[i] for i, r in enumerate(roles) if r["role"] == "solver"], self.known,
                                 self.kb_check is not None)
         for name, value in summary.items():
@@ -201,6 +219,12 @@ class SelfPlayRounds:
             write_jsonl(round_file(self.rounds_dir, step), records)
         self._remember(records)
         return trl_batch(episodes, self.tokenizer.eos_token_id)
+
+    def _filler(self, answer: str) -> Rollout:
+        """A row of the batch that trains nothing: the policy's proposer prompt and one end-of-text token."""
+        prompt = chat_prompt(self.tokenizer, proposer_instruction(answer))
+        return Rollout(answer, prompt, prompt_ids=encode_prompt(self.tokenizer, prompt),
+                       completion_ids=[self.tokenizer.eos_token_id], env_mask=[0])
 
     # -- TRL's reward function
     def reward_func(self, prompts, completions, **kwargs) -> list[float | None]:

@@ -31,15 +31,18 @@ PROGRESS = {"reward": "reward", "verified": "selfplay/verified_share", "solver":
 
 def run_selfplay(model: ModelParams, rollout: RolloutParams, selfplay: SelfPlayParams, qa: QAParams, start: Path,
                  corpus_dir: Path, qa_dir: Path, index_dir: Path, retriever: dict, out_dir: Path, work_dir: Path,
-                 accelerate_config: str | None = None) -> dict:
-    """:func:`train_selfplay` of the policy at ``start`` in ``selfplay.num_processes`` processes; its figures."""
+                 accelerate_config: str | None = None, proposer: str | None = None) -> dict:
+    """:func:`train_selfplay` of the policy at ``start`` in ``selfplay.num_processes`` processes; its figures.
+
+    ``proposer``: what :func:`searchlab.model.load_model` loads as the frozen proposer (a folder, a GGUF file or
+    a packaged checkpoint's name); None when the policy proposes."""
     if selfplay.kb_filter and not (Path(corpus_dir) / "kb.jsonl").is_file():
         raise ValueError(f"selfplay.kb_filter is on, but the corpus has no knowledge base ({corpus_dir}/kb.jsonl); "
                          f"turn it off for a corpus without one")
     job = {"model": model.model_dump(mode="json"), "rollout": rollout.model_dump(mode="json"),
            "selfplay": selfplay.model_dump(mode="json"), "qa": qa.model_dump(mode="json"), "retriever": retriever,
            "start": str(start), "corpus": str(corpus_dir), "qa_dir": str(qa_dir), "index": str(index_dir),
-           "out_dir": str(out_dir), "work_dir": str(work_dir)}
+           "out_dir": str(out_dir), "work_dir": str(work_dir), "proposer": proposer and str(proposer)}
     return launch("searchlab.selfplay.job", job, work_dir, selfplay.num_processes, accelerate_config)
 
 
@@ -51,10 +54,11 @@ def known_questions(qa_dir: Path) -> set[str]:
 
 def train_selfplay(selfplay: SelfPlayParams, qa: QAParams, rollout: RolloutParams, model, tokenizer, retriever,
                    corpus_dir: Path, qa_dir: Path, out_dir: Path, work_dir: Path, kb=None,
-                   callbacks: list | None = None) -> dict | None:
+                   callbacks: list | None = None, proposer: tuple | None = None) -> dict | None:
     """Play ``selfplay.rounds`` rounds from ``model``; the main process writes ``out_dir`` and returns the figures.
 
     ``kb``: the corpus's :class:`searchlab.synth.kb.KB` (None: no knowledge base), for the KB check.
+    ``proposer``: ``(model, tokenizer)`` of a frozen proposer; None: the policy proposes.
     """
     from searchlab.selfplay.verify import KBCheck
 
@@ -63,7 +67,7 @@ def train_selfplay(selfplay: SelfPlayParams, qa: QAParams, rollout: RolloutParam
     known = known_questions(qa_dir)
     seeds = seed_answers(corpus_dir, qa, selfplay.seeds)
     rounds = SelfPlayRounds(tokenizer, retriever, seeds, rollout, selfplay, rounds_dir, known,
-                            KBCheck(kb) if kb is not None else None)
+                            KBCheck(kb) if kb is not None else None, proposer)
     progress = ProgressLog("selfplay: round", PROGRESS, selfplay.rounds)
     trainer = make_search_trainer(rl, model, tokenizer, rounds, checkpoint_dir, [progress.callback, *(callbacks or [])],
                                   save_total_limit=selfplay.keep_checkpoints)

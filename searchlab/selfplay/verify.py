@@ -44,8 +44,9 @@ from searchlab.synth.kb import KB
 from searchlab.synth.lexicon import phrasing, words
 
 
-# the reasons a proposal that passed the text checks (:func:`screen`) can still fail
-LATE_CHECKS = ("rag_failed", "closed_book", "kb_wrong", "duplicate")
+# every reason a proposal can fail, in the order the checks run (the module doc): how far it got
+CHECKS = ("no_question", "too_long", "no_search", "names_answer", "ungrounded", "rag_failed", "closed_book",
+          "kb_wrong", "duplicate")
 
 
 @dataclass

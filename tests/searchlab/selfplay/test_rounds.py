@@ -152,10 +152,11 @@ def test_text_checks_and_proposer_rewards():
     assert proposer_reward(hard, params) == 0.75
     assert proposer_reward(hard, _params(proposer_reward="4s(1-s)")) == pytest.approx(0.75)
     assert proposer_reward(Proposal(0, "a", "q", [], "", reason="rag_failed"), params) == -1.0
-    shaped = _params(unverified_reward=-0.5)
-    assert proposer_reward(Proposal(0, "a", "q", [], "", reason="rag_failed"), shaped) == -0.5
-    assert proposer_reward(Proposal(0, "a", "q", [], "", reason="names_answer"), shaped) == -1.0
-    assert proposer_reward(hard, shaped) == 0.75
+    graded = _params(graded=True)
+    ladder = [proposer_reward(Proposal(0, "a", "q", [], "", reason=reason), graded) for reason in
+              ("no_question", "no_search", "names_answer", "ungrounded", "rag_failed", "duplicate")]
+    assert ladder[0] == -1.0 and ladder == sorted(ladder) and len(set(ladder)) == len(ladder) and ladder[-1] < 0
+    assert proposer_reward(hard, graded) == 0.75  # a verified question still beats every failure
 
 
 class _Interrupt(TrainerCallback):
@@ -271,3 +272,42 @@ def test_the_solver_s_dev_em_is_scored_every_round_and_the_best_round_kept(world
     log = read_jsonl(tmp_path / "out/train_log.jsonl")
     assert {row["step"]: row["dev/em"] for row in log if "dev/em" in row} == {0: 1.0, 1: 1.0, 2: 1.0}
     assert figures["dev_em_start"] == 1.0 and figures["kept_step"] == 1  # the first of equal rounds
+
+
+def test_a_frozen_proposer_writes_the_questions_and_only_the_solver_is_trained(world, tokenizer, tmp_path):
+    corpus, qa, retriever = world
+    params = _params(rounds=2, proposer="sft")  # the model folder the task resolves "sft" to is passed below
+    assert params.as_rl().questions_per_step == params.solver_questions
+    frozen, learner = policy(tokenizer).eval(), policy(tokenizer)
+    before = {name: x.clone() for name, x in frozen.state_dict().items()}
+    start = {name: x.clone() for name, x in learner.state_dict().items()}
+    figures = train_selfplay(params, QA, ROLLOUT, learner, tokenizer, retriever, corpus, qa, tmp_path / "out",
+                             tmp_path / "work", proposer=(frozen, tokenizer))
+    records = read_jsonl(tmp_path / "out/questions.jsonl")
+    assert len(records) == 2 * 3 * 2 and figures["verified"] == 1  # the frozen model's proposals, verified as before
+    log = read_jsonl(tmp_path / "out/train_log.jsonl")
+    assert [row["selfplay/solver_reward"] for row in log if "selfplay/solver_reward" in row] == [1.0, 1.0]
+    assert all(torch.equal(before[name], x) for name, x in frozen.state_dict().items())
+    from searchlab.model import load_model
+
+    # the solver's groups all succeeded (no advantage) and the proposals are not in the batch: nothing moves ...
+    trained, _ = load_model(str(tmp_path / "out"))
+    assert all(torch.allclose(start[name], x) for name, x in trained.state_dict().items())
+    # ... where the same rounds with the policy as proposer train on its proposals' spread of rewards
+    train_selfplay(params.model_copy(update={"proposer": "policy"}), QA, ROLLOUT, policy(tokenizer), tokenizer,
+                   retriever, corpus, qa, tmp_path / "own", tmp_path / "own-work")
+    trained, _ = load_model(str(tmp_path / "own"))
+    assert any(not torch.allclose(start[name], x) for name, x in trained.state_dict().items())
+
+
+def test_a_round_with_a_frozen_proposer_trains_solver_groups_and_fillers_only(world, tokenizer, tmp_path):
+    corpus, qa, retriever = world
+    params = _params(rounds=1, proposer="sft")
+    rounds = SelfPlayRounds(tokenizer, retriever, seed_answers(corpus, QA), ROLLOUT, params, tmp_path, set(),
+                            proposer=(policy(tokenizer).eval(), tokenizer))
+    from searchlab.rl.train import make_search_trainer
+
+    trainer = make_search_trainer(params.as_rl(), policy(tokenizer), tokenizer, rounds, tmp_path / "checkpoints")
+    batch = trainer._generate_and_score_completions([{"prompt": str(i)} for i in range(4)])
+    assert [q["role"] for q in rounds.last.questions] == ["solver"] * 2 + ["filler"] * 2
+    assert batch["advantages"][-2:].tolist() == [0.0, 0.0]
