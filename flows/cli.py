@@ -247,6 +247,8 @@ def search(
     as_json: Annotated[bool, typer.Option("--json", help="print the hits as JSON")] = False,
 ) -> None:
     """Print the top hits for a query from the built index (or from retriever.url)."""
+    if not query.strip():
+        raise _fail("the query is empty: pass the words to search for, e.g. searchlab search 'Kroustrenholm'", 2)
     root = find_root()
     params = _load(root, params_file, overrides)
     retriever = _open_retriever(root, params)
@@ -288,6 +290,8 @@ def ask(
     from searchlab.agent.rollout import rollout
     from searchlab.model import load_agent
 
+    if not question.strip():
+        raise _fail("the question is empty: pass the question to answer, e.g. searchlab ask 'Where was X born?'", 2)
     root = find_root()
     params = _load(root, params_file, overrides)
     path = _model_path(root, params, model)

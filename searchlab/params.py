@@ -880,9 +880,14 @@ def load_params(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -
         raise ParamsError(f"{path}: cannot read params file ({err.strerror})") from err
     try:
         raw = yaml.safe_load(text) or {}
-        lines = _key_lines(yaml.compose(text))
+        document = yaml.compose(text)
     except yaml.YAMLError as err:
         raise ParamsError(f"{path}: not valid YAML: {err}") from err
+    duplicates = _duplicate_keys(document)
+    if duplicates:  # YAML keeps the last silently: "steps: 2 ... steps: 50" would run 50
+        raise ParamsError("\n  ".join([f"{path}: a key is written twice (which one is meant?):", *(
+            f"{'.'.join(key)}: line {first} and line {second}" for key, first, second in duplicates)]))
+    lines = _key_lines(document)
     if not isinstance(raw, dict):
         raise ParamsError(f"{path}: the top level must be a mapping of sections")
     for override in overrides:
@@ -940,6 +945,19 @@ def _key_lines(node: yaml.Node | None, prefix: tuple[str, ...] = ()) -> dict[tup
             lines[key] = key_node.start_mark.line + 1
             lines.update(_key_lines(value_node, key))
     return lines
+
+
+def _duplicate_keys(node: yaml.Node | None, prefix: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], int, int]]:
+    """``(dotted key, first line, repeated line)`` of every key a mapping of the document writes twice."""
+    found, seen = [], {}
+    if isinstance(node, yaml.MappingNode):
+        for key_node, value_node in node.value:
+            key = prefix + (str(key_node.value),)
+            if key in seen:
+                found.append((key, seen[key], key_node.start_mark.line + 1))
+            seen.setdefault(key, key_node.start_mark.line + 1)
+            found += _duplicate_keys(value_node, key)
+    return found
 
 
 def _describe(err: ValidationError, path: Path, lines: dict[tuple[str, ...], int], overrides) -> str:

@@ -77,8 +77,11 @@ def train_selfplay(selfplay: SelfPlayParams, qa: QAParams, rollout: RolloutParam
         trainer.add_callback(DevScoring.of(trainer, retriever, rl, rollout, qa_dir / "dev.jsonl"))
     resume = resume_point(checkpoint_dir)
     if resume:
-        log.info("selfplay: resuming at round %d of %d (%s)", int(Path(resume).name.split("-")[-1]) + 1,
-                 selfplay.rounds, resume)
+        played = int(Path(resume).name.split("-")[-1])
+        if played < selfplay.rounds:
+            log.info("selfplay: resuming at round %d of %d (%s)", played + 1, selfplay.rounds, resume)
+        else:
+            log.info("selfplay: all %d rounds were played; writing the policy from %s", selfplay.rounds, resume)
     trained = train_and_save(trainer, tokenizer, resume, out_dir)
     if trained is None:  # not the main process
         return None

@@ -31,6 +31,8 @@ FLASHRAG_LINE = '{"id": "q1", "question": "Who?", "golden_answers": ["Ann"]}\n'
      "eval.benchmarks.mine: {project}/mine.jsonl: line 2: key 'golden_answers' is missing"),
     (["status", "--set", "eval.benchmarks.mine.path=latin1.jsonl"],
      "eval.benchmarks.mine: {project}/latin1.jsonl: line 2: not UTF-8 text: bytes b'\\xe9' at byte 33 of the line"),
+    (["ask", "  "], "error: the question is empty"),
+    (["search", ""], "error: the query is empty"),
 ])
 def test_input_problems_exit_2_naming_the_key_before_anything_runs(tmp_path, args, message):
     """Each fails in the CLI itself, before Prefect starts: no data, no Prefect or MLflow state left behind."""

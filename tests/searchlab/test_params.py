@@ -29,6 +29,16 @@ def test_unknown_key_in_file_names_key_and_line(tmp_path):
     assert f"{path}: index.dense.enabeld (line 4): unknown key" in str(err.value)
 
 
+def test_a_key_written_twice_is_an_error_naming_both_lines(tmp_path):
+    path = tmp_path / "p.yaml"
+    path.write_text("rl:\n  steps: 2\n  steps: 50\nsft:\n  epochs: 1\nrl:\n  learning_rate: 0.1\n")
+    with pytest.raises(ParamsError) as err:
+        load_params(path)
+    assert "rl.steps: line 2 and line 3" in str(err.value) and "rl: line 1 and line 6" in str(err.value)
+    path.write_text("rl:\n  learning_rate: 0.1\nsft:\n  learning_rate: 0.2\n")  # one name in two sections is no duplicate
+    assert load_params(path).rl.learning_rate == 0.1
+
+
 def test_ill_typed_value_names_key_and_value(tmp_path):
     path = tmp_path / "p.yaml"
     path.write_text("retriever:\n  topk: many\n")
