@@ -400,11 +400,14 @@ def eval_retrieval(
     from searchlab.retrieval.beir import eval_retrieval as evaluate
 
     folder = beir_dir or root / params.runtime.data_dir / "corpus"
+    # the built index's own corpus file (a retriever.url serves an index this project cannot see)
+    corpus = root / params.runtime.data_dir / "corpus/corpus.jsonl"
+    indexed = corpus if params.retriever.url is None and corpus.is_file() else None
     retriever = _open_retriever(root, params)
     try:
-        metrics = evaluate(retriever, folder, k=k)
+        metrics = evaluate(retriever, folder, k=k, indexed_corpus=indexed)
     except (FileNotFoundError, ValueError) as err:
-        raise _fail(str(err)) from None
+        raise _fail(str(err), 2) from None
     summary = {name: metrics[name] for name in ("ndcg_cut_10", "recall_100", "map")}
     if as_json:
         print(json.dumps(summary))

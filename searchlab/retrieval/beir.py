@@ -94,6 +94,24 @@ def retrieve_run(retriever: Retriever, queries: dict[str, str], k: int, batch_si
     return run
 
 
+# more judged documents than this share missing from the index: it indexes another collection
+MAX_MISSING_JUDGED = 0.1
+
+
+def check_judged_documents(qrels: dict[str, dict[str, int]], indexed_corpus: Path, beir_dir: Path) -> None:
+    """ValueError when more than :data:`MAX_MISSING_JUDGED` of the documents ``qrels`` judges are not in
+    ``indexed_corpus`` (the corpus file the index was built from): scores would be a silent zero."""
+    judged = {doc for docs in qrels.values() for doc in docs}
+    found = {str(record.get("id")) for _, record in iter_jsonl(indexed_corpus)} & judged
+    missing = len(judged) - len(found)
+    if judged and missing / len(judged) > MAX_MISSING_JUDGED:
+        raise ValueError(
+            f"{missing} of the {len(judged)} documents {beir_dir} judges are not in the index (built from "
+            f"{indexed_corpus}): it indexes another collection, so every score would be about 0. Import the "
+            f"collection as the corpus first: searchlab run index --set corpus.source=beir --set "
+            f"corpus.path={beir_dir}")
+
+
 def eval_retrieval(
     retriever: Retriever,
     beir_dir: Path,
@@ -101,15 +119,20 @@ def eval_retrieval(
     batch_size: int = 256,
     split: str = "test",
     metrics: tuple[str, ...] = DEFAULT_METRICS,
+    indexed_corpus: Path | None = None,
 ) -> dict:
     """Search every judged query of a BEIR collection and score the run with trec_eval semantics.
 
-    ``retriever`` must search an index of this collection's corpus. Returns
+    ``retriever`` must search an index of this collection's corpus; with
+    ``indexed_corpus`` (the corpus file that index was built from) that is
+    checked first (:func:`check_judged_documents`). Returns
     :func:`~searchlab.retrieval.metrics.evaluate_run`'s dict (means,
     ``num_queries``, ``per_query``) plus ``k`` and ``split``.
     """
     beir_dir = Path(beir_dir)
     qrels = load_qrels(beir_dir, split)
+    if indexed_corpus is not None:
+        check_judged_documents(qrels, indexed_corpus, beir_dir)
     all_queries = load_queries(beir_dir)
     missing = sorted(set(qrels) - set(all_queries))
     if missing:

@@ -46,3 +46,11 @@ def test_beir_import_index_and_eval_match_pytrec_eval(prefect_server, tmp_path):
         expected = sum(r[ref_name] for r in reference.values()) / len(reference)
         assert round(ours[ours_name], 4) == round(expected, 4), ours_name
     assert ours["ndcg_cut_10"] > 0.5  # BM25 finds these easy relevant documents
+
+    # another collection's qrels against this index: an error naming the count, not a silent 0.0000
+    other = tmp_path / "other"
+    (other / "qrels").mkdir(parents=True)
+    (other / "queries.jsonl").write_text(json.dumps({"_id": "q1", "text": "granite"}) + "\n")
+    (other / "qrels/test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\tx1\t1\nq1\tx2\t1\n")
+    bad = run_cli(project, "eval-retrieval", str(other), "--params", "params/smoke.yaml", check=False)
+    assert bad.returncode == 2 and "2 of the 2 documents" in bad.stderr and "corpus.source=beir" in bad.stderr
