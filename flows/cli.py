@@ -185,9 +185,24 @@ def status(params_file: ParamsOpt = DEFAULT_PARAMS, overrides: SetOpt = None) ->
         console.print(f"{row['stage']:<12} [{STATE_COLOUR[row['state']]}]{row['state']}[/]")
         for reason in row["why"]:
             console.print(f"{'':<12} {reason}", highlight=False)
+        if row["resume_bytes"]:
+            console.print(f"{'':<12} an interrupted build resumes from its work folder ({_mb(row['resume_bytes'])})")
+        if row["abandoned"]:
+            console.print(f"{'':<12} {row['abandoned']} abandoned resume folder(s) of other inputs "
+                          f"({_mb(row['abandoned_bytes'])}): removed when the stage is next built", highlight=False,
+                          soft_wrap=True)
     unused = [stage.name for stage in STAGES if stage not in todo]
     if unused:
         console.print(f"[dim]not needed under these params: {', '.join(unused)}[/dim]")
+    from tasks.stage import folder_bytes
+
+    work = root / params.runtime.data_dir / ".work"
+    if work.is_dir():
+        console.print(f"[dim]work folder {work}: {_mb(folder_bytes(work))}[/dim]", highlight=False)
+
+
+def _mb(size: int) -> str:
+    return f"{size / 1e6:.1f} MB"
 
 
 @app.command("plan")

@@ -70,6 +70,18 @@ class StageLock:
         self._fd = fd
         return self
 
+    def try_acquire(self) -> bool:
+        """Take the lock if nobody holds it, without waiting; whether it was taken."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, (fcntl.LOCK_SH if self.shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            return False
+        self._fd = fd
+        return True
+
     def downgrade(self) -> None:
         """Turn a held exclusive lock into a shared one.
 

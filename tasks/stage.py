@@ -222,6 +222,19 @@ def run_stage(stage: Stage, ctx: RunContext, upstream: dict[str, StageResult]) -
         forced = False  # another run replaced the output as we published ours: look again
 
 
+def prune_abandoned(ctx: RunContext, stage: str) -> None:
+    """Remove the stage's resume folders that no run is building: once the stage is published, the checkpoints of
+    an interrupted build under other inputs would never be resumed unless those inputs come back (a folder whose
+    build lock another run holds is in use and stays)."""
+    for folder in sorted((ctx.work_root / stage).glob("resume-*")):
+        building = ctx.lock(f"{stage}-{folder.name.removeprefix('resume-')}", f"stage {stage} (pruning)")
+        if building.try_acquire():
+            try:
+                shutil.rmtree(folder, ignore_errors=True)
+            finally:
+                building.release()
+
+
 def _find_cached(stage: Stage, ctx: RunContext, fp: str) -> dict[str, Any] | None:
     """The output's manifest if ``data/<stage>/`` holds fingerprint ``fp`` intact; then its output lock stays held."""
     reading = ctx.lock(f"{stage.name}.output", f"stage {stage.name}", shared=True).acquire()
@@ -294,6 +307,7 @@ def _build_and_publish(stage: Stage, ctx: RunContext, inputs: dict[str, Any], fp
             ctx.tracker.finish_stage(run_id, status="FAILED")
         raise
     shutil.rmtree(resume, ignore_errors=True)
+    prune_abandoned(ctx, stage.name)
     if publishing is None:
         manifest = _find_cached(stage, ctx, fp)
     elif (read_manifest(out) or {}).get("fingerprint") == fp:
@@ -427,15 +441,25 @@ def pipeline_status(stages: list[Stage], params: Params, root: Path) -> list[dic
         fp = fingerprints[stage.name] = fingerprint(inputs)
         out = data_dir / stage.name
         manifest, why = check_cached(out, fp, data_dir / ".work" / "stat" / f"{stage.name}.json")
+        resumes = {folder: folder_bytes(folder) for folder in (data_dir / ".work" / stage.name).glob("resume-*")}
+        work = {"resume_bytes": sum(size for folder, size in resumes.items() if folder.name == f"resume-{fp[:16]}"),
+                "abandoned_bytes": sum(size for folder, size in resumes.items() if folder.name != f"resume-{fp[:16]}"),
+                "abandoned": sum(folder.name != f"resume-{fp[:16]}" for folder in resumes)}
         if manifest is not None:
-            rows.append({"stage": stage.name, "state": "cached", "why": []})
+            rows.append({"stage": stage.name, "state": "cached", "why": [], **work})
             continue
         recorded = read_manifest(out)
         if recorded is None or why.startswith("output is corrupt"):
-            rows.append({"stage": stage.name, "state": "missing", "why": [why]})
+            rows.append({"stage": stage.name, "state": "missing", "why": [why], **work})
         else:
-            rows.append({"stage": stage.name, "state": "stale", "why": explain_change(recorded.get("inputs", {}), inputs)})
+            rows.append({"stage": stage.name, "state": "stale", "why": explain_change(recorded.get("inputs", {}), inputs),
+                         **work})
     return rows
+
+
+def folder_bytes(folder: Path) -> int:
+    """The bytes of the files under ``folder``."""
+    return sum(path.stat().st_size for path in folder.rglob("*") if path.is_file())
 
 
 def cached_stages(stages: list[Stage], params: Params, root: Path) -> set[str]:

@@ -99,6 +99,21 @@ def test_failure_leaves_previous_output_and_no_scratch(root):
     assert not list((root / "data/.work/alpha").glob("tmp-*"))
 
 
+def test_a_resume_folder_of_other_inputs_is_pruned_when_the_stage_is_published(root):
+    from tasks.stage import pipeline_status
+
+    (root / "crash_after").write_text("3")
+    with pytest.raises(RuntimeError):
+        run_both(root, ["corpus.world.entities=80"])  # leaves 3 shards to resume under these inputs
+    (root / "crash_after").unlink()
+    params = load_params(root / "params.yaml")
+    row = pipeline_status([ALPHA], params, root)[0]
+    assert row["abandoned"] == 1 and row["abandoned_bytes"] > 0 and row["resume_bytes"] == 0
+    run_both(root)  # other inputs: the interrupted build's folder would only be resumed if they came back
+    assert not list((root / "data/.work/alpha").glob("resume-*"))
+    assert pipeline_status([ALPHA], params, root)[0]["abandoned"] == 0
+
+
 def test_rerun_after_crash_resumes_from_shards(root):
     (root / "crash_after").write_text("4")
     with pytest.raises(RuntimeError):
