@@ -48,6 +48,19 @@ def write_atomically(path: Path | str, write: Callable[[IO[bytes]], object]) -> 
         raise
 
 
+def is_no_space(err: BaseException) -> bool:
+    """Whether a full disk is behind ``err`` (itself or a cause): an ``OSError`` of :data:`NO_SPACE`, or a
+    library's own report of one (safetensors' Rust writer says "No space left on device (os error 28)")."""
+    seen: set[int] = set()
+    cause: BaseException | None = err
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        if isinstance(cause, OSError) and cause.errno in NO_SPACE or "No space left on device" in str(cause):
+            return True
+        cause = cause.__cause__ or cause.__context__
+    return False
+
+
 def no_space_message(err: BaseException, data_dir: Path | str) -> str | None:
     """One line explaining a full disk behind ``err`` (itself or a cause it was raised from), or None if no disk
     filled up: the file, or else ``data_dir`` (where stages write), and what to do about it."""

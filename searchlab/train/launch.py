@@ -26,6 +26,7 @@ full disk) rather than only accelerate's exit status.
 from __future__ import annotations
 
 import contextvars
+import errno
 import json
 import logging
 import os
@@ -38,6 +39,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from searchlab.files import is_no_space
 from searchlab.progress import quiet_libraries
 
 ERROR_LINES = 20  # of the worker's traceback in a LaunchError: its innermost frames and the exception
@@ -65,7 +67,8 @@ def launch(module: str, job: dict[str, Any], job_dir: Path, num_processes: int |
     """
     job_dir.mkdir(parents=True, exist_ok=True)
     result, error, progress = job_dir / "result.json", job_dir / "error.txt", job_dir / "progress.log"
-    for stale in (result, error, progress):
+    no_space = error.with_suffix(NO_SPACE_SUFFIX)
+    for stale in (result, error, progress, no_space):
         stale.unlink(missing_ok=True)
     job_file = job_dir / "job.json"
     job_file.write_text(json.dumps({**job, "result": str(result), "error": str(error), "progress": str(progress),
@@ -104,10 +107,15 @@ def launch(module: str, job: dict[str, Any], job_dir: Path, num_processes: int |
     if status != 0 or not result.is_file():
         cause = ("\n".join(error.read_text().splitlines()[-ERROR_LINES:]) if error.is_file()
                  else "the worker left no error report (killed, or it failed before running the job); see its output")
-        raise LaunchError(f"training job {job_file} failed (exit status {status}):\n{cause}\n"
-                          f"command: {' '.join(command)}")
+        failure = LaunchError(f"training job {job_file} failed (exit status {status}):\n{cause}\n"
+                              f"command: {' '.join(command)}")
+        if no_space.exists():  # raised from the disk error, so the caller's one-line message names the folder
+            raise failure from OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(job_dir))
+        raise failure
     return json.loads(result.read_text())
 
+
+NO_SPACE_SUFFIX = ".no-space"  # beside job["error"]: the worker failed because a disk filled up
 
 LOG_FIELDS = "%(name)s\t%(levelno)s\t%(message)s"  # one worker log record per line of job["progress"]
 
@@ -159,7 +167,12 @@ def run_job(main: Callable[[dict[str, Any]], None], job_file: str) -> None:
         package.setLevel(logging.INFO)
     try:
         main(job)
-    except BaseException:
+    except BaseException as err:
+        if job.get("error") and is_no_space(err):
+            try:  # an empty file: it needs no free block, where the report below may find none
+                Path(job["error"]).with_suffix(NO_SPACE_SUFFIX).touch()
+            except OSError:
+                pass
         if job.get("error"):
             try:
                 with open(job["error"], "x") as f:

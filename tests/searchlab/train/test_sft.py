@@ -153,6 +153,16 @@ def test_a_failing_worker_s_exception_is_in_the_launch_error(demos, base_model, 
     assert 'in demo_datasets\n    raise ValueError(f"{demos_jsonl}: no training demonstrations"' in message
 
 
+def test_a_worker_that_fills_the_disk_is_reported_as_a_full_disk_naming_the_folder(tmp_path):
+    from searchlab.files import no_space_message
+    from searchlab.train.launch import launch
+
+    with pytest.raises(LaunchError) as failure:
+        launch("tests.searchlab.train.full_disk_job", {"work_dir": str(tmp_path)}, tmp_path / "job")
+    message = no_space_message(failure.value, tmp_path / "data")
+    assert message is not None and message.startswith(f"{tmp_path / 'job'}: No space left on device; free space")
+
+
 def _processes_running(needle: str) -> list[int]:
     """Pids whose command line mentions ``needle`` (read from /proc)."""
     found = []
