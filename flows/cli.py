@@ -302,7 +302,7 @@ def ask(
 ) -> None:
     """Run the search agent on one question and print its trajectory: thinking, searches with top hits, answer."""
     from searchlab.agent.protocol import parse_trajectory
-    from searchlab.agent.rollout import rollout
+    from searchlab.agent.rollout import agent_prompt, context_limit, encode_prompt, rollout
     from searchlab.model import load_agent
 
     if not question.strip():
@@ -314,6 +314,11 @@ def ask(
         agent, tokenizer = load_agent(path, params.model, params.rollout)
     except (OSError, ValueError, RuntimeError) as err:
         raise _fail(str(err)) from None
+    limit, prompt = context_limit(agent), len(encode_prompt(tokenizer, agent_prompt(tokenizer, question)))
+    if limit is not None and prompt + params.rollout.max_new_tokens >= limit:
+        raise _fail(f"the question is too long for the model: its prompt is {prompt} tokens, and with one turn "
+                    f"(rollout.max_new_tokens: {params.rollout.max_new_tokens}) it needs more than the model's "
+                    f"{limit} positions", 2)
     with _open_retriever(root, params) as retriever:
         episode = rollout(agent, tokenizer, retriever, [question], params.rollout)[0]
     styles = {"think": "dim", "search": "bold cyan", "answer": "bold green", "feedback": "yellow", "text": "dim"}

@@ -296,6 +296,15 @@ class _Batch:
         self.mask = torch.where(kept, 1, self.mask)
 
 
+def context_limit(model: Any) -> int | None:
+    """The longest sequence ``model`` reads: its position table (a vLLM engine: its ``max_model_len``); None when
+    the model states none."""
+    if is_vllm(model):
+        engine = getattr(model, "llm_engine", None)
+        return getattr(getattr(engine, "model_config", None), "max_model_len", None)
+    return getattr(getattr(model, "config", None), "max_position_embeddings", None)
+
+
 def is_vllm(model: Any) -> bool:
     """Whether ``model`` is a vLLM engine (``vllm.LLM``) rather than a Hugging Face model."""
     return type(model).__module__.split(".")[0] == "vllm"
@@ -469,29 +478,36 @@ def rollout(
             prompt += ANSWER_OPEN
         results.append(Rollout(question, prompt, prompt_ids=encode_prompt(tokenizer, prompt),
                                logprobs=[] if is_vllm(model) else None))
+    limit = context_limit(model)
+    # a prompt with no room for one turn is cut off before it starts: never feed the model past its positions
+    playing = [r for r in results if limit is None or len(r.prompt_ids) + params.max_new_tokens < limit]
 
     if is_vllm(model):
-        for start in range(0, len(results), params.batch_size):
-            chunk = results[start:start + params.batch_size]
+        for start in range(0, len(playing), params.batch_size):
+            chunk = playing[start:start + params.batch_size]
             batch = _VLLMBatch(model, [r.prompt_ids for r in chunk], params, eos_ids, first_seed=params.seed + start)
-            _run_chunk(batch, tokenizer, retriever, chunk, params, eos_ids, count_tokens, None, force_answer)
+            _run_chunk(batch, tokenizer, retriever, chunk, params, eos_ids, count_tokens, None, force_answer, limit)
         return results
     device = torch.device(model.device)
     cuda = [device.index or 0] if device.type == "cuda" else []
     with torch.random.fork_rng(devices=cuda):
         torch.manual_seed(params.seed)
-        for start in range(0, len(results), params.batch_size):
-            chunk = results[start:start + params.batch_size]
+        for start in range(0, len(playing), params.batch_size):
+            chunk = playing[start:start + params.batch_size]
             batch = _Batch(model, criterion, generate_kwargs, [r.prompt_ids for r in chunk], pad_id, reuse_cache)
-            _run_chunk(batch, tokenizer, retriever, chunk, params, eos_ids, count_tokens, extractive, force_answer)
+            _run_chunk(batch, tokenizer, retriever, chunk, params, eos_ids, count_tokens, extractive, force_answer,
+                       limit)
     return results
 
 
 def _run_chunk(batch, tokenizer, retriever, chunk: list[Rollout], params: RolloutParams, eos_ids: list[int],
-               count_tokens, extractive: ExtractiveAnswers | None, force_answer: bool = False) -> None:
+               count_tokens, extractive: ExtractiveAnswers | None, force_answer: bool = False,
+               limit: int | None = None) -> None:
     """Play one chunk's episodes turn by turn on ``batch`` (a :class:`_Batch` or :class:`_VLLMBatch`).
 
     With ``force_answer`` the prompts end with ``<answer>``: the first turn continues it (see :func:`rollout`).
+    An episode whose next information block and turn would not fit ``limit`` positions ends there, cut off
+    (its search ran; the block is not shown).
     """
     began = time.perf_counter()
     active = list(chunk)
@@ -536,6 +552,9 @@ def _run_chunk(batch, tokenizer, retriever, chunk: list[Rollout], params: Rollou
                 r.seconds = time.perf_counter() - began
                 continue
             ids = encode_completion(tokenizer, text)
+            if limit is not None and len(r.prompt_ids) + len(r.completion_ids) + len(ids) + params.max_new_tokens >= limit:
+                r.seconds = time.perf_counter() - began
+                continue
             r.completion += text
             r.completion_ids += ids
             r.env_mask += [1] * len(ids)

@@ -87,6 +87,8 @@ def test_run_status_search_and_param_errors(prefect_server, tmp_path):
     unknown = run_cli(project, "ask", question, "--params", "params/smoke.yaml", "--model", "models:/nope@sft",
                       check=False)
     assert unknown.returncode == 1 and "nope" in unknown.stderr
+    too_long = run_cli(project, "ask", "Where was he born? " * 400, "--params", "params/smoke.yaml", check=False)
+    assert too_long.returncode == 2 and "error: the question is too long for the model" in too_long.stderr
 
     # a second run (every stage cached) still prints the results; then the two runs' metrics side by side
     again = run_cli(project, "run", "--params", "params/smoke.yaml")

@@ -342,6 +342,27 @@ def test_max_turns_cuts_the_episode_off(model, tok, bm25):
     assert stats["answered"] == 0.5 and stats["mean_turns"] == 2.0 and stats["mean_searches"] == 1.5
 
 
+def test_an_episode_that_would_outgrow_the_model_s_positions_ends_cut_off(model, tok, bm25, monkeypatch):
+    question, p = "Who discovered penicillin?", params()
+    [full] = rollout(Scripted(model, tok), tok, bm25, [question], p)
+    assert full.finished and full.turns == 2
+    first_turn = full.env_mask.index(1)
+    block = full.env_mask.count(1)
+    # room for the first turn, but not for the information block and a second turn
+    limit = len(full.prompt_ids) + first_turn + block + p.max_new_tokens
+    monkeypatch.setattr(model.config, "max_position_embeddings", limit)
+    scripted = Scripted(model, tok)
+    [r] = rollout(scripted, tok, bm25, [question], p)
+    assert (r.finished, r.answer, r.turns, r.searches) == (False, None, 1, ["who discovered penicillin"])
+    assert r.completion_ids == full.completion_ids[:first_turn] and set(r.env_mask) == {0}
+    assert all(len(seen) + p.max_new_tokens < limit for seen in scripted.seen)
+    # a prompt with no room for one turn never reaches the model
+    monkeypatch.setattr(model.config, "max_position_embeddings", len(full.prompt_ids) + p.max_new_tokens)
+    scripted = Scripted(model, tok)
+    [r] = rollout(scripted, tok, bm25, [question], p)
+    assert (r.finished, r.turns, r.completion_ids, scripted.seen) == (False, 0, [], [])
+
+
 @pytest.mark.slow
 def test_an_answer_cut_by_eos_finishes_the_episode(model, tok, bm25):
     [r] = rollout(Scripted(model, tok), tok, bm25, [QUESTIONS[7]], params())
@@ -524,6 +545,8 @@ class StandInVLLM:
 
     def __init__(self, model, tokenizer):
         self.model, self.tok = model, tokenizer
+        self.llm_engine = types.SimpleNamespace(model_config=types.SimpleNamespace(
+            max_model_len=model.config.max_position_embeddings))
 
     def generate(self, requests, sampling_params, use_tqdm=True):
         outputs = []
