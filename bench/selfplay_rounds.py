@@ -1,6 +1,7 @@
 """Self-play rounds from an existing sft policy with the current code, outside the pipeline: no stage is rebuilt.
 
     python bench/selfplay_rounds.py --rounds 30 --out /tmp/sp30 [--set selfplay.seeds=values ...]
+    python bench/selfplay_rounds.py --rounds 4 --out /tmp/sp-smol --set selfplay.proposer=smollm2-135m-instruct
 
 Reads the project's built ``data/`` (corpus, index, qa, sft) and the params file (default ``params/default.yaml``
 with the overrides), plays ``--rounds`` rounds with :func:`searchlab.selfplay.train.run_selfplay` into ``--out``
@@ -24,6 +25,7 @@ sys.path.insert(0, str(ROOT))
 def main() -> None:
     from searchlab.params import load_params
     from searchlab.selfplay.train import run_selfplay
+    from tasks.selfplay import proposer
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=30)
@@ -37,8 +39,10 @@ def main() -> None:
     out, work = Path(args.out), Path(args.out + "-work")
     out.mkdir(parents=True, exist_ok=True)
     work.mkdir(parents=True, exist_ok=True)
+    stage_dirs = {name: data / name for name in ("base", "sft")}
     figures = run_selfplay(p.model, p.rollout, p.selfplay, p.qa, data / "sft", data / "corpus", data / "qa",
-                           data / "index", p.section("retriever"), out, work)
+                           data / "index", p.section("retriever"), out, work,
+                           proposer=proposer(p, ROOT, stage_dirs))
     print(json.dumps(figures))
 
 
