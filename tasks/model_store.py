@@ -42,6 +42,26 @@ def content_hash(files: dict[str, dict[str, Any]]) -> str:
     return listing_hash((rel, meta["sha256"]) for rel, meta in files.items())
 
 
+# what a checkpoint loader reads (beside the *.safetensors and model *.bin weights); the rest of a model stage's
+# folder records how its run went (logs, samples, the Trainer's training_args.bin with its paths)
+MODEL_FILES = {"config.json", "generation_config.json", "model.safetensors.index.json", "pytorch_model.bin.index.json",
+               "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "added_tokens.json", "vocab.json",
+               "merges.txt", "chat_template.jinja", "tokenizer.model"}
+
+
+def weights_hash(files: dict[str, dict[str, Any]]) -> str:
+    """The content hash of the model in an output (weights, config, tokenizer: what loading it reads), so that two
+    runs that trained the same weights are one model however their logs differ; the whole content's hash for an
+    output with no such file."""
+    def is_model(rel: str) -> bool:
+        name = Path(rel).name
+        return name in MODEL_FILES or name.endswith(".safetensors") or (
+            name.endswith(".bin") and name != "training_args.bin")
+
+    model = {rel: meta for rel, meta in files.items() if is_model(rel)}
+    return content_hash(model or files)
+
+
 def snapshot(folder: Path, files: dict[str, dict[str, Any]], store: Path) -> tuple[Path, str]:
     """``(snapshot folder, content hash)`` of the published output ``folder`` whose manifest lists ``files``:
     the store's folder for that content, made now unless an intact one exists already.

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from searchlab.params import TrackingParams, registry_reference
-from tasks.model_store import check_snapshot, snapshot, stat_cache, store_dir
+from tasks.model_store import check_snapshot, snapshot, stat_cache, store_dir, weights_hash
 from tasks.processes import is_alive, process_identity
 
 log = logging.getLogger("searchlab")
@@ -345,25 +345,32 @@ class _MlflowWriter:
     def register_model(self, run_id: str, name: str, alias: str, folder: str, files: dict, tags: dict) -> str:
         from mlflow.exceptions import MlflowException
 
-        try:
-            target, digest = snapshot(Path(folder), files, store_dir(self.root))
-        except ValueError as err:
-            raise TrackingError(f"not registered as {name}@{alias}: {err}") from None
-        source = target.resolve().as_uri()
+        store, weights = store_dir(self.root), weights_hash(files)
+        quoted = name.replace("'", "\\'")
         with self._store_lock():  # concurrent runs registering the same content must find each other's version
             try:
                 self.client.create_registered_model(name)
             except MlflowException:
                 pass  # it exists already
-            quoted = name.replace("'", "\\'")
+            # the same model (weights, config, tokenizer) under other logs is that version, not a new one
             same = [v for v in self.client.search_model_versions(
-                        f"name = '{quoted}' and tags.`searchlab.content_hash` = '{digest}'")
-                    if v.source == source]
+                        f"name = '{quoted}' and tags.`searchlab.weights_hash` = '{weights}'")
+                    if check_snapshot(store / v.tags["searchlab.content_hash"], v.tags["searchlab.content_hash"],
+                                      stat_cache(store, v.tags["searchlab.content_hash"])) is None]
+            if not same:
+                try:
+                    target, digest = snapshot(Path(folder), files, store)
+                except ValueError as err:
+                    raise TrackingError(f"not registered as {name}@{alias}: {err}") from None
+                source = target.resolve().as_uri()
+                same = [v for v in self.client.search_model_versions(
+                            f"name = '{quoted}' and tags.`searchlab.content_hash` = '{digest}'") if v.source == source]
             if same:
                 version = min(same, key=lambda v: int(v.version))
             else:
                 version = self.client.create_model_version(
-                    name, source, run_id=run_id, tags={**tags, "searchlab.content_hash": digest})
+                    name, source, run_id=run_id, tags={**tags, "searchlab.content_hash": digest,
+                                                       "searchlab.weights_hash": weights})
             self.client.set_registered_model_alias(name, alias, version.version)
         return str(version.version)
 

@@ -76,6 +76,20 @@ def test_each_version_keeps_its_content_and_a_changed_one_is_refused(tmp_path):
         _load(tmp_path, "first")
 
 
+def test_the_same_weights_under_other_logs_are_the_same_version(tmp_path):
+    tracker = Tracker(PARAMS, tmp_path)
+    model = {"config.json": b"{}", "model.safetensors": b"weights"}
+    first = _register(tracker, tmp_path, "sft", {**model, "train_log.jsonl": b'{"seconds": 1.5}\n',
+                                                  "training_args.bin": b"/clone/one"})
+    again = _register(tracker, tmp_path, "rl", {**model, "train_log.jsonl": b'{"seconds": 1.7}\n',
+                                                 "training_args.bin": b"/clone/two"})
+    assert first == again == "1"
+    assert (_load(tmp_path, "rl") / "train_log.jsonl").read_bytes() == b'{"seconds": 1.5}\n'  # the version's own
+    assert _register(tracker, tmp_path, "other", {**model, "model.safetensors": b"other weights"}) == "2"
+    shutil.rmtree(_load(tmp_path, "sft"))  # version 1's snapshot is gone: the same weights get a new version
+    assert _register(tracker, tmp_path, "again", {**model, "train_log.jsonl": b"{}\n"}) == "3"
+
+
 def test_a_version_registered_by_path_is_refused_once_the_path_holds_other_content(tmp_path):
     # how versions were registered before snapshots: the live folder as the source
     tracker = Tracker(PARAMS, tmp_path)
