@@ -188,16 +188,28 @@ def versus_sft(results: dict, rows: list[str], system: str) -> list[str]:
     return lines
 
 
-def sampled_table(results: dict, rows: list[str]) -> str:
-    """The Markdown tables of the ``sampled`` system: mean EM over k samples per suite, and the difference
-    from sft."""
+def headroom(out: Path, name: str, suite: str) -> float:
+    """The share of ``suite``'s questions that ``name``'s greedy agent gets wrong while one of its sampled episodes
+    gets right: what a policy that learned from its own right episodes could gain in greedy EM."""
+    def by_id(path: Path) -> dict[str, float]:
+        return {r["id"]: r["em"] for r in read_jsonl(path)}
+
+    greedy = by_id(out / f"eval/predictions/{suite}/{name}-agent.jsonl")
+    sampled = by_id(out / f"eval-sampled/predictions/{suite}/{name}-sampled.jsonl")
+    return sum(greedy[i] == 0 and sampled[i] > 0 for i in greedy) / len(greedy)
+
+
+def sampled_table(results: dict, rows: list[str], out: Path) -> str:
+    """The Markdown tables of the ``sampled`` system: mean EM over k samples per suite with the headroom
+    (:func:`headroom`), and the difference from sft."""
     suites = list(results["benchmarks"])
     em = ["| row | " + " | ".join(suites) + " |", "|---" * (len(suites) + 1) + "|"]
     for name in ["sft", *rows]:
         em.append(f"| {name} | " + " | ".join(
-            f"{results['benchmarks'][suite]['systems'][f'{name}/sampled']['em']['mean']:.3f}" for suite in suites)
-            + " |")
-    return "\n".join(["Held-out EM, sampled system (mean over k sampled episodes per question):", "", *em, "",
+            f"{results['benchmarks'][suite]['systems'][f'{name}/sampled']['em']['mean']:.3f} "
+            f"({headroom(out, name, suite):.2f})" for suite in suites) + " |")
+    return "\n".join(["Held-out EM, sampled system (mean over k sampled episodes per question; in brackets the "
+                      "share of questions greedy gets wrong and a sample right):", "", *em, "",
                       "Sampled: difference against sft (paired bootstrap, two-sided p):", "",
                       *versus_sft(results, rows, "sampled"), ""])
 
@@ -307,7 +319,7 @@ def main() -> None:
     chart_dev(out, args.rows)
     report = tables(results, args.rows, figures)
     if args.sampled is not None:
-        report += "\n" + sampled_table(sampled, sampled_rows)
+        report += "\n" + sampled_table(sampled, sampled_rows, out)
     (out / "ablation.md").write_text(report)
     log_to_mlflow(p, results, args.rows, figures, args)
     print(report)
