@@ -70,7 +70,8 @@ class ProgressLog:
         if done < self.due and done != self.total:
             return
         self.due = done + max(1, (self.total or 0) // self.lines)
-        figures = "  ".join(f"{label} {self.latest.get(key, float('nan')):.3f}" for label, key in self.shown.items())
+        # a step TRL had no reward to log for (every row a filler) logs None
+        figures = "  ".join(f"{label} {_number(self.latest.get(key)):.3f}" for label, key in self.shown.items())
         if done == self.first:
             log.info("%s %d/%d  %s", self.what, done, self.total or done, figures)
             return
@@ -257,3 +258,7 @@ def make_trainer(seed: int, **kwargs):
             return super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
 
     return Trainer(**kwargs)
+
+
+def _number(value) -> float:
+    return float("nan") if value is None else value
