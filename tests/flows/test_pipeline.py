@@ -196,4 +196,12 @@ def _check_selfplay(project, summary):
     run_id = json.loads((out / "manifest.json").read_text())["mlflow_run_id"]
     for name in ("verified_share", "solver_success", "proposer_reward", "novelty", "kb_correct_share"):
         assert [m.step for m in client.get_metric_history(run_id, f"train/selfplay/{name}")] == [1, 2], name
-    assert client.get_model_version_by_alias("searchlab-agent", "selfplay").run_id == run_id
+    # the alias names a version of exactly these weights: the selfplay run's own, or, where two smoke rounds moved
+    # nothing (no proposal verified: no advantage), the sft run's version of the same weights
+    from tasks.model_store import weights_hash
+
+    version = client.get_model_version_by_alias("searchlab-agent", "selfplay")
+    files = json.loads((out / "manifest.json").read_text())["files"]
+    assert version.tags["searchlab.weights_hash"] == weights_hash(files)
+    sft_run = json.loads((project / "data/sft/manifest.json").read_text())["mlflow_run_id"]
+    assert version.run_id in (run_id, sft_run)
