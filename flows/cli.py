@@ -174,7 +174,7 @@ def status(params_file: ParamsOpt = DEFAULT_PARAMS, overrides: SetOpt = None) ->
     root = find_root()
     params = _load(root, params_file, overrides)
     from tasks.registry import STAGES, plan
-    from tasks.stage import pipeline_status
+    from tasks.stage import folder_bytes, pipeline_status
 
     todo = plan([], params)
     try:
@@ -194,8 +194,6 @@ def status(params_file: ParamsOpt = DEFAULT_PARAMS, overrides: SetOpt = None) ->
     unused = [stage.name for stage in STAGES if stage not in todo]
     if unused:
         console.print(f"[dim]not needed under these params: {', '.join(unused)}[/dim]")
-    from tasks.stage import folder_bytes
-
     work = root / params.runtime.data_dir / ".work"
     if work.is_dir():
         console.print(f"[dim]work folder {work}: {_mb(folder_bytes(work))}[/dim]", highlight=False)
@@ -302,7 +300,7 @@ def ask(
 ) -> None:
     """Run the search agent on one question and print its trajectory: thinking, searches with top hits, answer."""
     from searchlab.agent.protocol import parse_trajectory
-    from searchlab.agent.rollout import agent_prompt, context_limit, encode_prompt, rollout
+    from searchlab.agent.rollout import agent_prompt, context_limit, encode_prompt, has_room, rollout
     from searchlab.model import load_agent
 
     if not question.strip():
@@ -315,7 +313,7 @@ def ask(
     except (OSError, ValueError, RuntimeError) as err:
         raise _fail(str(err)) from None
     limit, prompt = context_limit(agent), len(encode_prompt(tokenizer, agent_prompt(tokenizer, question)))
-    if limit is not None and prompt + params.rollout.max_new_tokens >= limit:
+    if not has_room(prompt, params.rollout, limit):
         raise _fail(f"the question is too long for the model: its prompt is {prompt} tokens, and with one turn "
                     f"(rollout.max_new_tokens: {params.rollout.max_new_tokens}) it needs more than the model's "
                     f"{limit} positions", 2)

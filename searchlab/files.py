@@ -48,30 +48,30 @@ def write_atomically(path: Path | str, write: Callable[[IO[bytes]], object]) -> 
         raise
 
 
-def is_no_space(err: BaseException) -> bool:
-    """Whether a full disk is behind ``err`` (itself or a cause): an ``OSError`` of :data:`NO_SPACE`, or a
-    library's own report of one (safetensors' Rust writer says "No space left on device (os error 28)")."""
+def _causes(err: BaseException) -> Iterator[BaseException]:
+    """``err`` and the exceptions it was raised from or during, nearest first."""
     seen: set[int] = set()
     cause: BaseException | None = err
     while cause is not None and id(cause) not in seen:
         seen.add(id(cause))
-        if isinstance(cause, OSError) and cause.errno in NO_SPACE or "No space left on device" in str(cause):
-            return True
+        yield cause
         cause = cause.__cause__ or cause.__context__
-    return False
+
+
+def is_no_space(err: BaseException) -> bool:
+    """Whether a full disk is behind ``err`` (itself or a cause): an ``OSError`` of :data:`NO_SPACE`, or a
+    library's own report of one (safetensors' Rust writer says "No space left on device (os error 28)")."""
+    return any(isinstance(cause, OSError) and cause.errno in NO_SPACE or "No space left on device" in str(cause)
+               for cause in _causes(err))
 
 
 def no_space_message(err: BaseException, data_dir: Path | str) -> str | None:
     """One line explaining a full disk behind ``err`` (itself or a cause it was raised from), or None if no disk
     filled up: the file, or else ``data_dir`` (where stages write), and what to do about it."""
-    seen: set[int] = set()
-    cause: BaseException | None = err
-    while cause is not None and id(cause) not in seen:
+    for cause in _causes(err):
         if isinstance(cause, OSError) and cause.errno in NO_SPACE:
             where = f"{cause.filename}: " if cause.filename else ""
             under = "" if cause.filename else f" while writing under {data_dir}"
             return (f"{where}{cause.strerror or os.strerror(cause.errno)}{under}; free space on that disk, or set "
                     "runtime.data_dir to a folder on a disk with room")
-        seen.add(id(cause))
-        cause = cause.__cause__ or cause.__context__
     return None

@@ -47,40 +47,48 @@ class StageLock:
         self._fd: int | None = None
 
     def acquire(self) -> "StageLock":
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = self._open()
         deadline = time.monotonic() + self.timeout_s
         told = False
-        while True:
-            try:
-                fcntl.flock(fd, (fcntl.LOCK_SH if self.shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if not told and self.on_wait:
-                    self.on_wait(self.describe_holder())
-                    told = True
-                if time.monotonic() > deadline:
-                    os.close(fd)
-                    raise LockTimeout(f"{self.path}: still held after {self.timeout_s:.0f} s by {self.describe_holder()}")
-                time.sleep(self.poll_s)
+        while not self._take(fd):
+            if not told and self.on_wait:
+                self.on_wait(self.describe_holder())
+                told = True
+            if time.monotonic() > deadline:
+                os.close(fd)
+                raise LockTimeout(f"{self.path}: still held after {self.timeout_s:.0f} s by {self.describe_holder()}")
+            time.sleep(self.poll_s)
+        self._hold(fd)
+        return self
+
+    def try_acquire(self) -> bool:
+        """Take the lock if nobody holds it, without waiting; whether it was taken."""
+        fd = self._open()
+        if not self._take(fd):
+            os.close(fd)
+            return False
+        self._hold(fd)
+        return True
+
+    def _open(self) -> int:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        return os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+
+    def _take(self, fd: int) -> bool:
+        """One attempt at the lock on ``fd``, without waiting."""
+        try:
+            fcntl.flock(fd, (fcntl.LOCK_SH if self.shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            return False
+
+    def _hold(self, fd: int) -> None:
+        """Keep the lock taken on ``fd``; an exclusive holder records who it is for :meth:`describe_holder`."""
         if not self.shared:
             info = {"pid": os.getpid(), "host": socket.gethostname(), "since": time.time(), "holder": self.holder}
             os.ftruncate(fd, 0)
             os.pwrite(fd, json.dumps(info).encode(), 0)
         self._fd = fd
-        return self
-
-    def try_acquire(self) -> bool:
-        """Take the lock if nobody holds it, without waiting; whether it was taken."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, (fcntl.LOCK_SH if self.shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            return False
-        self._fd = fd
-        return True
 
     def downgrade(self) -> None:
         """Turn a held exclusive lock into a shared one.

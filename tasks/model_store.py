@@ -71,7 +71,7 @@ def snapshot(folder: Path, files: dict[str, dict[str, Any]], store: Path) -> tup
     digest = content_hash(files)
     target = store / digest
     if target.is_dir():
-        if check_snapshot(target, digest, stat_cache(store, digest)) is None:
+        if snapshot_intact(store, digest):
             return target, digest
         aside = store / f".broken-{uuid.uuid4().hex[:12]}"  # changed or damaged: replaced by a fresh snapshot
         try:
@@ -111,6 +111,11 @@ def snapshot(folder: Path, files: dict[str, dict[str, Any]], store: Path) -> tup
 def stat_cache(store: Path, digest: str) -> Path:
     """The stat cache of the snapshot of content ``digest``."""
     return store / ".stat" / f"{digest}.json"
+
+
+def snapshot_intact(store: Path, digest: str) -> bool:
+    """Whether the store's snapshot of content ``digest`` still holds that content."""
+    return check_snapshot(store / digest, digest, stat_cache(store, digest)) is None
 
 
 def check_snapshot(folder: Path, digest: str, cache_file: Path,

@@ -441,10 +441,10 @@ def pipeline_status(stages: list[Stage], params: Params, root: Path) -> list[dic
         fp = fingerprints[stage.name] = fingerprint(inputs)
         out = data_dir / stage.name
         manifest, why = check_cached(out, fp, data_dir / ".work" / "stat" / f"{stage.name}.json")
-        resumes = {folder: folder_bytes(folder) for folder in (data_dir / ".work" / stage.name).glob("resume-*")}
-        work = {"resume_bytes": sum(size for folder, size in resumes.items() if folder.name == f"resume-{fp[:16]}"),
-                "abandoned_bytes": sum(size for folder, size in resumes.items() if folder.name != f"resume-{fp[:16]}"),
-                "abandoned": sum(folder.name != f"resume-{fp[:16]}" for folder in resumes)}
+        own = data_dir / ".work" / stage.name / f"resume-{fp[:16]}"
+        others = [folder for folder in own.parent.glob("resume-*") if folder != own]
+        work = {"resume_bytes": folder_bytes(own) if own.is_dir() else 0, "abandoned": len(others),
+                "abandoned_bytes": sum(map(folder_bytes, others))}
         if manifest is not None:
             rows.append({"stage": stage.name, "state": "cached", "why": [], **work})
             continue

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from searchlab.params import TrackingParams, registry_reference
-from tasks.model_store import check_snapshot, snapshot, stat_cache, store_dir, weights_hash
+from tasks.model_store import check_snapshot, snapshot, snapshot_intact, stat_cache, store_dir, weights_hash
 from tasks.processes import is_alive, process_identity
 
 log = logging.getLogger("searchlab")
@@ -355,8 +355,7 @@ class _MlflowWriter:
             # the same model (weights, config, tokenizer) under other logs is that version, not a new one
             same = [v for v in self.client.search_model_versions(
                         f"name = '{quoted}' and tags.`searchlab.weights_hash` = '{weights}'")
-                    if check_snapshot(store / v.tags["searchlab.content_hash"], v.tags["searchlab.content_hash"],
-                                      stat_cache(store, v.tags["searchlab.content_hash"])) is None]
+                    if snapshot_intact(store, v.tags["searchlab.content_hash"])]
             if not same:
                 try:
                     target, digest = snapshot(Path(folder), files, store)

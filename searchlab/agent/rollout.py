@@ -305,6 +305,12 @@ def context_limit(model: Any) -> int | None:
     return getattr(getattr(model, "config", None), "max_position_embeddings", None)
 
 
+def has_room(length: int, params: RolloutParams, limit: int | None) -> bool:
+    """Whether a context of ``length`` tokens leaves room for one more turn within ``limit`` positions
+    (:func:`context_limit`; None: no limit)."""
+    return limit is None or length + params.max_new_tokens < limit
+
+
 def is_vllm(model: Any) -> bool:
     """Whether ``model`` is a vLLM engine (``vllm.LLM``) rather than a Hugging Face model."""
     return type(model).__module__.split(".")[0] == "vllm"
@@ -480,7 +486,7 @@ def rollout(
                                logprobs=[] if is_vllm(model) else None))
     limit = context_limit(model)
     # a prompt with no room for one turn is cut off before it starts: never feed the model past its positions
-    playing = [r for r in results if limit is None or len(r.prompt_ids) + params.max_new_tokens < limit]
+    playing = [r for r in results if has_room(len(r.prompt_ids), params, limit)]
 
     if is_vllm(model):
         for start in range(0, len(playing), params.batch_size):
@@ -552,7 +558,7 @@ def _run_chunk(batch, tokenizer, retriever, chunk: list[Rollout], params: Rollou
                 r.seconds = time.perf_counter() - began
                 continue
             ids = encode_completion(tokenizer, text)
-            if limit is not None and len(r.prompt_ids) + len(r.completion_ids) + len(ids) + params.max_new_tokens >= limit:
+            if not has_room(len(r.prompt_ids) + len(r.completion_ids) + len(ids), params, limit):
                 r.seconds = time.perf_counter() - began
                 continue
             r.completion += text
