@@ -93,9 +93,10 @@ def run(
         table.add_column(column)
     for name, row in summary.items():
         state = "[dim]cached[/dim]" if row["cached"] else "[green]computed[/green]"
-        # headline counts only (breakdowns such as rejected.* stay in the manifest and MLflow)
-        counts = ", ".join(f"{k}={v}" for k, v in row["counts"].items() if "." not in k)
-        table.add_row(name, state, f"{row['seconds']:.1f}", counts)
+        # headline counts and measurements only (breakdowns such as rejected.* stay in the manifest and MLflow)
+        counts = ", ".join(f"{k}={v}" for k, v in {**row["counts"], **row["measured"]}.items() if "." not in k)
+        seconds = "?" if row["seconds"] is None else f"{row['seconds']:.1f}"
+        table.add_row(name, state, seconds, counts)
     console.print(table)
     data_dir = root / params.runtime.data_dir
     console.print(f"data:    {data_dir}/{{{','.join(summary)}}}  (manifest.json in each)")

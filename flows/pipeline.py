@@ -89,4 +89,4 @@ def pipeline(params_file: str = "params/default.yaml", overrides: list[str] | No
             if problem:
                 logger.warning(problem)
     return {name: {"cached": r.cached, "fingerprint": r.manifest["fingerprint"], "counts": r.manifest["counts"],
-                   "seconds": r.manifest["seconds"]} for name, r in results.items()}
+                   "measured": r.measured, "seconds": r.seconds} for name, r in results.items()}

@@ -137,9 +137,13 @@ def _build(ctx: StageContext) -> dict:
         results = run_evaluation(loaders, p.eval.systems, benchmarks, retriever, p.rollout, ctx.out_dir,
                                  ctx.work_dir / "shards", p.eval.resamples, p.eval.seed, progress=log.info,
                                  sampling=p.eval.sampling)
+    speeds = {}
     for key, rates in results["throughput"].items():
         log.info("evaluate: %s answers %.2f questions/s", key, rates["questions_per_s"])
-    return {"benchmarks": len(benchmarks), "questions": sum(map(len, benchmarks.values())), "shards": shards}
+        speeds[f"throughput.{key.replace('/', '-')}.questions_per_s"] = rates["questions_per_s"]
+    # the speeds are measurements: the stage contract puts them in the build record, not the manifest
+    return {"benchmarks": len(benchmarks), "questions": sum(map(len, benchmarks.values())), "shards": shards,
+            **speeds}
 
 
 STAGE = Stage(

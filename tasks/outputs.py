@@ -1,7 +1,12 @@
-"""A stage's output folder: its manifest, its content hashes, and the check that it is intact.
+"""A stage's output folder: its manifest, its build record, its content hashes, and the check that it is intact.
 
-``data/<stage>/manifest.json`` records the fingerprint that produced the folder
-and the size and SHA-256 of every file in it. :func:`verify` tells whether the
+``data/<stage>/manifest.json`` records the fingerprint that produced the folder,
+the size and SHA-256 of every file in it, and the hash of its content: two
+builds of the same inputs, on two machines, write the same manifest byte for
+byte. What varies from one build to the next without changing the content (when
+it ran, for how long, at what speed, under which MLflow run) goes to
+``data/<stage>/build.json`` instead, which the manifest's file list, the content
+hash and DVC (``.dvcignore``) all leave out. :func:`verify` tells whether the
 folder still holds exactly that; it re-hashes only files whose size or mtime
 changed since they were last verified (a local stat cache under
 ``data/.work/``), so a no-op run costs a ``stat`` per file, not a read.
@@ -21,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 MANIFEST = "manifest.json"
+BUILD_RECORD = "build.json"  # how the folder's build ran: beside the content, never part of it
 
 
 def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
@@ -33,10 +39,10 @@ def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
 
 
 def describe_files(folder: Path) -> dict[str, dict[str, Any]]:
-    """``{relative path: {"size", "sha256"}}`` for every file under ``folder`` except the manifest."""
+    """``{relative path: {"size", "sha256"}}`` for every file under ``folder`` but its manifest and build record."""
     files = {}
     for path in sorted(folder.rglob("*")):
-        if path.is_file() and path.name != MANIFEST:
+        if path.is_file() and path.relative_to(folder).as_posix() not in (MANIFEST, BUILD_RECORD):
             files[path.relative_to(folder).as_posix()] = {"size": path.stat().st_size, "sha256": sha256_file(path)}
     return files
 
@@ -52,6 +58,29 @@ def read_manifest(folder: Path) -> dict[str, Any] | None:
 
 def write_manifest(folder: Path, manifest: dict[str, Any]) -> None:
     (folder / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+
+
+def read_build_record(folder: Path) -> dict[str, Any]:
+    """The folder's build record (seconds, finished_at, git_commit, run ids, measurements); empty when it did not
+    come with the folder (DVC leaves it out, so a ``dvc pull`` brings the content without it)."""
+    try:
+        record = json.loads((folder / BUILD_RECORD).read_text())
+    except (OSError, ValueError):
+        return {}
+    return record if isinstance(record, dict) else {}
+
+
+def write_build_record(folder: Path, record: dict[str, Any]) -> None:
+    (folder / BUILD_RECORD).write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
+
+
+def content_digest(files: dict[str, dict[str, Any]], unhashed: Iterable[str] = ()) -> str:
+    """The hash of an output's content from its manifest's ``files``: :func:`listing_hash` of the files but those
+    under the folders ``unhashed`` names, whose bytes a library makes differ between two builds of one content
+    (Lucene writes a random id and a timestamp into each segment); the stage covers their content by a digest in
+    a file that is hashed (the index's ``index_info.json``)."""
+    skip = tuple(folder.rstrip("/") + "/" for folder in unhashed)
+    return listing_hash((rel, meta["sha256"]) for rel, meta in files.items() if not rel.startswith(skip))
 
 
 def verify(folder: Path, manifest: dict[str, Any], stat_cache: Path) -> str | None:

@@ -23,6 +23,7 @@ the first has finished reading. Runs with the same fingerprint build once.
 from __future__ import annotations
 
 import hashlib
+import fnmatch
 import json
 import logging
 import shutil
@@ -39,16 +40,22 @@ from searchlab.progress import quiet_libraries
 from tasks.imports import module_file, project_modules
 from tasks.locking import StageLock
 from tasks.outputs import (
+    content_digest,
     content_hashes,
     describe_files,
     publish,
+    read_build_record,
     read_manifest,
     remember_published,
     verify,
+    write_build_record,
     write_manifest,
 )
 
 log = logging.getLogger("searchlab")
+
+# the names of the counts that are durations and speeds (``train_seconds``, ``tokens_per_s``): measurements
+TIMINGS = ("*seconds*", "*_per_s")
 
 
 @dataclass(frozen=True)
@@ -88,6 +95,12 @@ class Stage:
     metric_names: Callable[[Any], dict[str, float]] | None = None
     # which of those the pipeline's own MLflow run carries, to compare runs at a glance (default: none)
     headline: Callable[[Any], dict[str, float]] | None = None
+    # the counts (``fnmatch`` patterns of their names) that measure how the build ran, not what it made: they go to
+    # the build record, not the manifest, so two builds of the same inputs write the same manifest
+    measured: tuple[str, ...] = TIMINGS
+    # folders of the output whose bytes differ between two builds of one content (Lucene's segment ids): left out
+    # of the content hash, so the build must write a digest of their content into a file that is hashed
+    unhashed: tuple[str, ...] = ()
 
     def needs(self, params: Params) -> tuple[str, ...]:
         """The upstream stages this stage reads under ``params``."""
@@ -138,10 +151,21 @@ class RunContext:
 
 @dataclass(frozen=True)
 class StageResult:
-    """What a stage run returns: its manifest (paths, hashes, counts; never the data) and whether it was cached."""
+    """What a stage run returns: its manifest (paths, hashes, counts; never the data), whether it was cached, and
+    the record of the build that made the output (its seconds and measurements; empty if none came with it)."""
 
     manifest: dict[str, Any]
     cached: bool
+    record: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def seconds(self) -> float | None:
+        """How long the build of the output took (None: no build record came with it)."""
+        return self.record.get("seconds")
+
+    @property
+    def measured(self) -> dict[str, Any]:
+        return self.record.get("measured", {})
 
 
 # ------------------------------------------------------------------ fingerprints
@@ -274,25 +298,21 @@ def _build_and_publish(stage: Stage, ctx: RunContext, inputs: dict[str, Any], fp
         counts = stage.build(StageContext(stage.name, ctx.params, ctx.root,
                                           {n: ctx.data_dir / n for n in stage.needs(ctx.params)}, scratch, resume))
         files = describe_files(scratch)
-        if _same_output(out, fp, files, stat_cache):
-            # A forced rebuild that reproduced the output byte for byte: the published folder (and its record of
-            # the run that made it) stays, so DVC sees nothing change.
+        content = content_digest(files, stage.unhashed)
+        if _same_output(out, fp, content, stat_cache):
+            # A forced rebuild that reproduced the output's content: the published folder (and its record of the
+            # run that made it) stays, so DVC sees nothing change.
             shutil.rmtree(scratch)
             publishing = None
         else:
-            manifest = {
-                "stage": stage.name,
-                "fingerprint": fp,
-                "inputs": inputs,
-                "counts": counts or {},
-                "seconds": round(time.time() - started, 3),
-                "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-                "git_commit": ctx.git_commit,
-                "mlflow_run_id": run_id,
-                "prefect_flow_run_id": ctx.flow_run_id,
-                "files": files,
-            }
+            counts, measured = split_measured(counts or {}, stage.measured)
+            manifest = {"stage": stage.name, "fingerprint": fp, "inputs": inputs, "counts": counts, "files": files,
+                        "content": content}
+            record = {"seconds": round(time.time() - started, 3), "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                      "git_commit": ctx.git_commit, "mlflow_run_id": run_id, "prefect_flow_run_id": ctx.flow_run_id,
+                      "measured": measured}
             write_manifest(scratch, manifest)
+            write_build_record(scratch, record)
             # waits until no other run reads the folder this one replaces
             publishing = ctx.lock(f"{stage.name}.output", f"stage {stage.name} (publishing)").acquire()
             try:
@@ -320,24 +340,35 @@ def _build_and_publish(stage: Stage, ctx: RunContext, inputs: dict[str, Any], fp
         if run_id:
             ctx.tracker.finish_stage(run_id, status="FAILED")
         return None
+    result = StageResult(manifest, cached=False, record=read_build_record(out))
     if run_id:
-        _finish_tracking(stage, ctx, run_id, out, manifest)
-    return StageResult(manifest, cached=False)
+        _finish_tracking(stage, ctx, run_id, out, result)
+    return result
 
 
-def _same_output(out: Path, fp: str, files: dict[str, dict[str, Any]], stat_cache: Path) -> bool:
-    """Whether ``data/<stage>/`` holds fingerprint ``fp`` intact, with exactly these files (paths, sizes, hashes)."""
+def split_measured(counts: dict[str, Any], measured: tuple[str, ...]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``(content counts, measurements)``: the counts whose names match a ``measured`` pattern go to the second."""
+    def is_measured(name: str) -> bool:
+        return any(fnmatch.fnmatchcase(name, pattern) for pattern in measured)
+
+    return ({k: v for k, v in counts.items() if not is_measured(k)},
+            {k: v for k, v in counts.items() if is_measured(k)})
+
+
+def _same_output(out: Path, fp: str, content: str, stat_cache: Path) -> bool:
+    """Whether ``data/<stage>/`` holds fingerprint ``fp`` intact, with this content hash."""
     published, _ = check_cached(out, fp, stat_cache)
-    return published is not None and published["files"] == files
+    return published is not None and published.get("content") == content
 
 
-def _finish_tracking(stage: Stage, ctx: RunContext, run_id: str, out: Path, manifest: dict[str, Any]) -> None:
+def _finish_tracking(stage: Stage, ctx: RunContext, run_id: str, out: Path, result: StageResult) -> None:
     """Close the stage's MLflow run: metrics, curves, report files, and the registry entry of a model stage."""
+    manifest = result.manifest
     reports = [str(out / name) for name in stage.reports if (out / name).is_file()]
     curves = []
     if stage.curves and (out / stage.curves).is_file():
         curves = [json.loads(line) for line in (out / stage.curves).read_text().splitlines() if line.strip()]
-    ctx.tracker.finish_stage(run_id, metrics={**_metrics(manifest), **_result_metrics(stage, out)},
+    ctx.tracker.finish_stage(run_id, metrics={**_metrics(result), **_result_metrics(stage, out)},
                              artifacts=reports, curves=curves)
     if stage.registers is not None:
         name, alias = stage.registers(ctx.params)
@@ -349,22 +380,27 @@ def _finish_tracking(stage: Stage, ctx: RunContext, run_id: str, out: Path, mani
 
 
 def _cached(stage: Stage, ctx: RunContext, manifest: dict[str, Any]) -> StageResult:
-    run_id = _start_tracking(stage, ctx, manifest["fingerprint"], cached=True, producer=manifest.get("mlflow_run_id"),
-                             origin={k: manifest.get(k) for k in ("finished_at", "git_commit")})
+    result = StageResult(manifest, cached=True, record=read_build_record(ctx.data_dir / stage.name))
+    run_id = _start_tracking(stage, ctx, manifest["fingerprint"], cached=True,
+                             producer=result.record.get("mlflow_run_id"),
+                             origin={k: result.record.get(k) for k in ("finished_at", "git_commit")})
     if run_id:
         # the results too: this pipeline run's stage run then shows the results its run used, cached or not
-        ctx.tracker.finish_stage(run_id, metrics={**_metrics(manifest),
+        ctx.tracker.finish_stage(run_id, metrics={**_metrics(result),
                                                   **_result_metrics(stage, ctx.data_dir / stage.name)})
-    return StageResult(manifest, cached=True)
+    return result
 
 
-def _metrics(manifest: dict[str, Any]) -> dict[str, float]:
+def _metrics(result: StageResult) -> dict[str, float]:
     """A stage run's own figures: its manifest's counts as ``counts/<name>`` (``protocol.searched`` →
-    ``counts/protocol/searched``), its ``seconds`` and ``output_bytes``."""
-    metrics = {"counts/" + k.replace(".", "/"): float(v) for k, v in manifest["counts"].items()
-               if isinstance(v, (int, float)) and not isinstance(v, bool)}
-    metrics["seconds"] = float(manifest["seconds"])
-    metrics["output_bytes"] = float(sum(f["size"] for f in manifest["files"].values()))
+    ``counts/protocol/searched``), its build's measurements under their own names (``tokens_per_s``,
+    ``throughput/sft-agent/questions_per_s``), its ``seconds`` and ``output_bytes``."""
+    metrics = {prefix + k.replace(".", "/"): float(v)
+               for prefix, numbers in (("counts/", result.manifest["counts"]), ("", result.measured))
+               for k, v in numbers.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    if result.seconds is not None:
+        metrics["seconds"] = float(result.seconds)
+    metrics["output_bytes"] = float(sum(f["size"] for f in result.manifest["files"].values()))
     return metrics
 
 
@@ -392,7 +428,8 @@ def pipeline_metrics(stages: list[Stage], results: dict[str, StageResult], data_
         counts = result.manifest["counts"]
         metrics.update({f"stages/{stage.name}/{k}": float(v) for k, v in counts.items()
                         if "." not in k and isinstance(v, (int, float)) and not isinstance(v, bool)})
-        metrics[f"stages/{stage.name}/seconds"] = float(result.manifest["seconds"])
+        if result.seconds is not None:
+            metrics[f"stages/{stage.name}/seconds"] = float(result.seconds)
         results_file = data_dir / stage.name / (stage.metrics or "")
         if stage.headline and stage.metrics and results_file.is_file():
             metrics.update(stage.headline(json.loads(results_file.read_text())))

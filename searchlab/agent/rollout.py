@@ -237,11 +237,11 @@ class _Batch:
     logprobs = None  # no sampling log-probabilities reported (see _VLLMBatch.logprobs)
 
     def __init__(self, model, criterion, generate_kwargs: dict, contexts: list[list[int]], pad_id: int,
-                 reuse_cache: bool) -> None:
+                 reuse_cache: bool, limit: int | None = None) -> None:
         import torch
 
         self.model, self.criterion, self.generate_kwargs = model, criterion, generate_kwargs
-        self.pad_id, self.device, self.reuse_cache = pad_id, model.device, reuse_cache
+        self.pad_id, self.device, self.reuse_cache, self.limit = pad_id, model.device, reuse_cache, limit
         self.ids = torch.empty((len(contexts), 0), dtype=torch.long, device=self.device)
         self.mask = torch.empty_like(self.ids)
         self.cache = None
@@ -254,6 +254,11 @@ class _Batch:
 
         index = torch.tensor(rows, dtype=torch.long, device=self.device)
         ids, mask = self.ids[index], self.mask[index]
+        if self.limit is not None and (ids.shape[1] + max(map(len, new), default=0)
+                                       + self.generate_kwargs["max_new_tokens"] >= self.limit):
+            # the holes would make the batch wider than the model's positions (which the rows themselves fit,
+            # see has_room): start again from the compacted tokens, as generate sees a batch that wide as too long
+            self.cache = None
         cached = 0
         if self.cache is not None:
             cached = self.cache.get_seq_length()
@@ -500,7 +505,8 @@ def rollout(
         torch.manual_seed(params.seed)
         for start in range(0, len(playing), params.batch_size):
             chunk = playing[start:start + params.batch_size]
-            batch = _Batch(model, criterion, generate_kwargs, [r.prompt_ids for r in chunk], pad_id, reuse_cache)
+            batch = _Batch(model, criterion, generate_kwargs, [r.prompt_ids for r in chunk], pad_id, reuse_cache,
+                           limit)
             _run_chunk(batch, tokenizer, retriever, chunk, params, eos_ids, count_tokens, extractive, force_answer,
                        limit)
     return results

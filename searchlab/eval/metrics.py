@@ -2,7 +2,8 @@
 
 A *record* is one question's outcome: the prediction, its scores (EM, F1,
 cover EM from :mod:`searchlab.scoring`), what it cost (searches, turns,
-generated tokens, seconds) and, when the benchmark lists the evidence passages
+generated tokens; not seconds, which vary from run to run and go to the
+stage's build record) and, when the benchmark lists the evidence passages
 (the world suites do, in ``metadata.evidence``), whether the retrievals found
 them all. Every metric is a mean of a per-question value, so each gets a
 bootstrap interval, and two systems on the same questions get a paired test.
@@ -20,7 +21,7 @@ from searchlab.eval.stats import bootstrap_ci, paired_bootstrap
 from searchlab.scoring import score
 
 SCORES = ("em", "f1", "cover_em")
-COSTS = ("searches", "turns", "generated_tokens", "seconds")
+COSTS = ("searches", "turns", "generated_tokens")
 
 
 def question_record(question: Question, episode: Rollout) -> dict[str, Any]:
@@ -29,7 +30,7 @@ def question_record(question: Question, episode: Rollout) -> dict[str, Any]:
     record = {"id": question.id, "question": question.question, "answers": question.answers,
               "prediction": episode.answer, "em": scores.em, "f1": scores.f1, "cover_em": scores.cover_em,
               "searches": len(episode.searches), "turns": episode.turns,
-              "generated_tokens": episode.generated_tokens, "seconds": episode.seconds or 0.0,
+              "generated_tokens": episode.generated_tokens,
               "queries": episode.searches, "retrieved": episode.retrieved, "completion": episode.completion}
     evidence = question.metadata.get("evidence")
     if evidence:

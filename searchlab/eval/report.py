@@ -42,7 +42,6 @@ OTHER_COLUMNS = (
     ("searches", "searches", "{:.2f}"),
     ("turns", "turns", "{:.2f}"),
     ("generated_tokens", "tokens", "{:.1f}"),
-    ("seconds", "s/question", "{:.2f}"),
 )
 
 

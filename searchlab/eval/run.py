@@ -67,7 +67,7 @@ def run_evaluation(models: Mapping[str, Callable[[], tuple[Any, Any]]], systems:
                    shard_dir: Path, resamples: int = 2000, seed: int = 0,
                    progress: Callable[[str], None] = lambda message: None,
                    sampling: SamplingParams | None = None) -> dict[str, Any]:
-    """Evaluate, write the outputs, and return the results (also written as ``metrics.json``).
+    """Evaluate, write the outputs, and return the results (written as ``metrics.json`` but for the throughput).
 
     ``models`` maps a model's name (``"sft"``) to a function that loads it as
     ``(model, tokenizer)``; ``benchmarks`` maps a benchmark's name to its
@@ -133,12 +133,14 @@ def run_evaluation(models: Mapping[str, Callable[[], tuple[Any, Any]]], systems:
         search_counts[benchmark] = {key: [r["searches"] for r in records] for key, records in records_by_key.items()}
     results["throughput"] = {key: {"questions_per_s": round(n / seconds, 3) if seconds else 0.0}
                              for key, (n, seconds) in timing.items()}
-    write_atomically(out_dir / "metrics.json", lambda out: out.write(json.dumps(results, indent=1).encode()))
+    # the files hold what the evaluation found, the same on every run of it; the speeds go to the caller alone
+    found = {k: v for k, v in results.items() if k != "throughput"}
+    write_atomically(out_dir / "metrics.json", lambda out: out.write(json.dumps(found, indent=1).encode()))
     how = {system: describe(system, params) for system in systems}
     if "sampled" in how:
         how["sampled"] = describe("sampled", sampled_params(params, sampling.temperature, sampling.seed),
                                   sampling.samples)
-    write_report(out_dir / "report.md", results, systems=how)
+    write_report(out_dir / "report.md", found, systems=how)
     plot_em(results, out_dir / "em.png")
     plot_search_counts(search_counts, out_dir / "searches.png")
     return results

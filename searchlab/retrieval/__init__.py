@@ -5,7 +5,7 @@ Layout of an index folder (``data/index/``, written by :func:`build_index`):
 * ``docstore/`` every passage by row (``docs.jsonl`` + ``offsets.npy``);
 * ``bm25/`` an Anserini/Lucene index (ids only) plus ``rows.npy`` (Lucene docid → row);
 * ``dense/`` optional FAISS index of unit sentence embeddings (``index.faiss``, ``meta.json``);
-* ``index_info.json`` what was built, counts and timings.
+* ``index_info.json`` what was built: counts and the BM25 index's term statistics.
 
 Modules, one job each:
 

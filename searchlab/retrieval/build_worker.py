@@ -54,18 +54,18 @@ def run_build(params: IndexParams, corpus: Path, out_dir: Path) -> dict:
             store.close()
         timings["dense_s"] = time.perf_counter() - t0
 
-    summary = {
+    info = {
         "format": FORMAT_VERSION,
         "documents": documents,
         "skipped_empty": skipped_empty,
         "bm25": bm25,
         "dense": dense,
         "dense_documents": dense["documents"] if dense else 0,
-        "bytes": _folder_bytes(out_dir),
-        "timings": {k: round(v, 3) for k, v in timings.items()},
     }
-    (out_dir / INFO_FILE).write_text(json.dumps(summary, indent=2) + "\n")
-    return summary
+    # the file holds what was built, the same for every build of one corpus; sizes (Lucene's depend on how its
+    # threads interleaved) and durations are measurements, returned alone
+    (out_dir / INFO_FILE).write_text(json.dumps(info, indent=2) + "\n")
+    return {**info, "bytes": _folder_bytes(out_dir), "timings": {k: round(v, 3) for k, v in timings.items()}}
 
 
 def _folder_bytes(folder: Path) -> dict[str, int]:

@@ -29,10 +29,11 @@ def build_index(params: IndexParams, corpus_jsonl: Path, out_dir: Path) -> dict:
     """Build ``out_dir/docstore/``, ``out_dir/bm25/`` and, if enabled, ``out_dir/dense/`` from ``corpus_jsonl``.
 
     ``out_dir`` is an existing scratch folder (the caller renames it into place).
-    Returns the summary also written to ``out_dir/index_info.json``:
-    ``documents`` (indexed passages), ``dense_documents``, ``skipped_empty``,
-    per-part ``bytes``, Anserini's counters under ``bm25``, the encoder meta
-    under ``dense`` and ``timings``. Raises :class:`IndexBuildError`.
+    Returns the summary: ``documents`` (indexed passages), ``dense_documents``,
+    ``skipped_empty``, Anserini's counters and the term statistics under
+    ``bm25``, the encoder meta under ``dense`` (all also written to
+    ``out_dir/index_info.json``), and per-part ``bytes`` and ``timings``.
+    Raises :class:`IndexBuildError`.
     """
     corpus_jsonl, out_dir = Path(corpus_jsonl), Path(out_dir)
     if not corpus_jsonl.is_file():

@@ -30,7 +30,8 @@ def build_lucene_index(shards_dir: Path, index_dir: Path, threads: int, rows: di
 
     ``threads`` is Anserini's indexing thread count (one thread works on one
     shard at a time); ``rows`` maps each document id to its docstore row.
-    Returns ``{"indexed", "empty", "skipped", "errors", "segments"}``.
+    Returns ``{"indexed", "empty", "skipped", "errors", "segments", "statistics"}``: the statistics are the
+    index's term statistics (:func:`_statistics`), which with the document store identify its content.
     """
     start_jvm(INDEXING_OPTIONS)
     args = autoclass("io.anserini.index.IndexCollection$Args")()
@@ -57,7 +58,7 @@ def build_lucene_index(shards_dir: Path, index_dir: Path, threads: int, rows: di
     }
     if stats["errors"]:
         raise LuceneBuildError(f"Anserini failed to index {stats['errors']} documents (see its log above)")
-    stats["segments"] = _write_rows(index_dir, rows)
+    stats["segments"], stats["statistics"] = _write_rows(index_dir, rows)
     return stats
 
 
@@ -81,7 +82,8 @@ def _run_with_progress(indexer, counters, total: int) -> None:
         poller.join()
 
 
-def _write_rows(index_dir: Path, rows: dict[str, int]) -> int:
+def _write_rows(index_dir: Path, rows: dict[str, int]) -> tuple[int, dict[str, int]]:
+    """Write ``rows.npy``; return the index's segment count and :func:`_statistics`."""
     reader = autoclass("org.apache.lucene.index.DirectoryReader").open(
         autoclass("org.apache.lucene.store.FSDirectory").open(autoclass("java.nio.file.Paths").get(str(index_dir)))
     )
@@ -98,6 +100,17 @@ def _write_rows(index_dir: Path, rows: dict[str, int]) -> int:
                 raise LuceneBuildError(f"{index_dir}: Lucene document {doc_id!r} is not in the document store")
             mapping[docid] = row
         np.save(index_dir / ROWS_FILE, mapping)
-        return int(reader.leaves().size())
+        return int(reader.leaves().size()), _statistics(reader)
     finally:
         reader.close()
+
+
+def _statistics(reader) -> dict[str, int]:
+    """The searched field's statistics: documents, non-empty documents, distinct terms and term occurrences.
+
+    Lucene writes a random id and a timestamp into every segment, so two builds of one corpus never have the same
+    bytes; these numbers (a function of the analysed text alone) and the document store's bytes are what the
+    stage's content hash covers instead (see the README).
+    """
+    stats = autoclass("io.anserini.index.IndexReaderUtils").getIndexStats(reader)  # of Anserini's contents field
+    return {name: int(stats.get(name)) for name in ("documents", "non_empty_documents", "unique_terms", "total_terms")}

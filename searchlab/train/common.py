@@ -106,14 +106,27 @@ def save_trained(trainer, out_dir: Path) -> None:
 
     A LoRA run's adapters are merged into the weights first: downstream stages
     (RL, evaluation, the registry) load an ordinary checkpoint, whichever way it
-    was trained.
+    was trained. The Trainer's ``training_args.bin`` is left out: it pickles the
+    run's absolute paths, so it would make two runs of the same training differ,
+    and nothing loads it (the params say how the model was trained).
     """
     model = trainer.accelerator.unwrap_model(trainer.model)
     if not hasattr(model, "merge_and_unload"):
         trainer.save_model(str(out_dir))
-        return
-    if trainer.is_world_process_zero():
+    elif trainer.is_world_process_zero():
         model.merge_and_unload().save_pretrained(str(out_dir))
+    if trainer.is_world_process_zero():
+        (out_dir / "training_args.bin").unlink(missing_ok=True)
+
+
+def content_log(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The Trainer's log history without its speed fields (``train_runtime``, ``eval_samples_per_second``, TRL's
+    ``step_time``...): two runs of the same training then log the same bytes; the run's speed is in the stage's
+    build record (``train_seconds``, ``tokens_per_s``)."""
+    def is_speed(key: str) -> bool:
+        return key.endswith(("_runtime", "_per_second")) or key == "step_time"
+
+    return [{k: v for k, v in row.items() if not is_speed(k)} for row in history]
 
 
 # what the Trainer can load a checkpoint's model from: full or sharded weights, LoRA adapters, or the states
@@ -189,7 +202,7 @@ def train_and_save(trainer, tokenizer, resume: str | None, out_dir: Path) -> tup
     if not trainer.is_world_process_zero():
         return None
     tokenizer.save_pretrained(str(out_dir))
-    write_jsonl(out_dir / "train_log.jsonl", trainer.state.log_history)
+    write_jsonl(out_dir / "train_log.jsonl", content_log(trainer.state.log_history))
     return run_figures(trainer, resume, tokens_before, seconds), result
 
 

@@ -39,6 +39,7 @@ from searchlab.train.common import (
     quiet_console,
     resume_point,
     run_figures,
+    save_trained,
     tokens_seen,
     trainer_settings,
 )
@@ -146,7 +147,7 @@ def pretrain_lm(params: TinyPretrainParams, seed: int, model, tokenizer, corpus_
     tokens_before, started = tokens_seen(resume), time.perf_counter()
     result = trainer.train(resume_from_checkpoint=resume)
     seconds = time.perf_counter() - started
-    trainer.save_model(str(out_dir))
+    save_trained(trainer, out_dir)
     if not trainer.is_world_process_zero():
         return None
     tokenizer.save_pretrained(str(out_dir))

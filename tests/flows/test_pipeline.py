@@ -37,9 +37,9 @@ def test_pipeline_caches_and_reruns_only_what_changed(prefect_server, tmp_path):
 
     project = make_project(tmp_path / "project")
 
-    def run(*overrides):
+    def run(*overrides, root=project):
         with temporary_settings({PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
-            state = pipeline(params_file="params/smoke.yaml", overrides=[*EXTERNAL, *overrides], root=str(project),
+            state = pipeline(params_file="params/smoke.yaml", overrides=[*EXTERNAL, *overrides], root=str(root),
                              return_state=True)
         summary = state.result()
         flow_runs.append(state.state_details.flow_run_id)
@@ -60,6 +60,7 @@ def test_pipeline_caches_and_reruns_only_what_changed(prefect_server, tmp_path):
     _check_selfplay(project, summary["selfplay"])
     _check_evaluation(project, summary["evaluate"])
     _check_pipeline_run(project, first_flow_run)
+    _check_reproducible(project, run)
 
     summary, states = run()
     assert states == dict.fromkeys(stages, "Cached")
@@ -88,6 +89,25 @@ def test_pipeline_caches_and_reruns_only_what_changed(prefect_server, tmp_path):
 MODELS = ("sft", "rl", "selfplay")
 
 
+def _check_reproducible(project, run):
+    """A second build of the same params in another folder has the same content, stage by stage: the same
+    manifest byte for byte (the index's lists Lucene's own bytes, which differ, but its content hash does not),
+    and every file but the build record and Lucene's files the same."""
+    other = make_project(project.parent / "other")
+    summary, _ = run(root=other)
+    assert not any(row["cached"] for row in summary.values())
+    for stage in summary:
+        mine, theirs = (json.loads((root / "data" / stage / "manifest.json").read_text()) for root in (project, other))
+        assert mine["content"] == theirs["content"], stage
+        if stage != "index":
+            assert mine == theirs, stage
+        files = {rel: meta for rel, meta in mine["files"].items() if not rel.startswith("bm25/")}
+        assert files == {rel: meta for rel, meta in theirs["files"].items() if not rel.startswith("bm25/")}, stage
+        assert json.loads((other / "data" / stage / "build.json").read_text())["seconds"] >= 0
+    assert (project / "data/sft/build.json").read_bytes() != (other / "data/sft/build.json").read_bytes()
+    assert not (project / "data/sft/training_args.bin").exists()
+
+
 def _check_evaluation(project, summary):
     """The evaluate stage's outputs, and its results as MLflow metrics and artifacts of its stage run."""
     from mlflow import MlflowClient
@@ -110,8 +130,8 @@ def _check_evaluation(project, summary):
     assert "| flashrag-sample | sft/agent |" in (out / "report.md").read_text()
     assert all((out / name).read_bytes().startswith(b"\x89PNG") for name in ("em.png", "searches.png"))
 
-    manifest = json.loads((out / "manifest.json").read_text())
-    run = MlflowClient(default_tracking_uri(project)).get_run(manifest["mlflow_run_id"])
+    record = json.loads((out / "build.json").read_text())
+    run = MlflowClient(default_tracking_uri(project)).get_run(record["mlflow_run_id"])
     metrics = run.data.metrics
     em = results["benchmarks"]["world-single"]["systems"]["sft/agent"]["em"]
     assert (metrics["eval/world-single/sft-agent/em"], metrics["eval/world-single/sft-agent/em_low"],
@@ -133,7 +153,7 @@ def _check_pipeline_run(project, flow_run_id):
     from tasks.tracking import default_tracking_uri
 
     client = MlflowClient(default_tracking_uri(project))
-    evaluate = json.loads((project / "data/evaluate/manifest.json").read_text())["mlflow_run_id"]
+    evaluate = json.loads((project / "data/evaluate/build.json").read_text())["mlflow_run_id"]
     run = client.get_run(client.get_run(evaluate).data.tags["mlflow.parentRunId"])
     assert run.data.tags["prefect.flow_run_id"] == str(flow_run_id)
     name = run.info.run_name
@@ -171,7 +191,7 @@ def _check_rl(project, summary):
     assert {"train_log.jsonl", "curriculum.jsonl", "trajectories.jsonl", "curves.png", "samples.md"} <= {
         p.name for p in out.iterdir()}
     client = MlflowClient(default_tracking_uri(project))
-    run_id = json.loads((out / "manifest.json").read_text())["mlflow_run_id"]
+    run_id = json.loads((out / "build.json").read_text())["mlflow_run_id"]
     assert [m.step for m in client.get_metric_history(run_id, "train/episode/outcome")] == [1, 2]
     assert [m.step for m in client.get_metric_history(run_id, "train/curriculum/noise_p")] == [1, 2]
     assert client.get_model_version_by_alias("searchlab-agent", "rl").run_id == run_id
@@ -193,7 +213,7 @@ def _check_selfplay(project, summary):
     assert all(r["verified"] == (r["reason"] is None) for r in records)
     assert [r["round"] for r in read_jsonl(out / "rounds.jsonl")] == [0, 1]
     client = MlflowClient(default_tracking_uri(project))
-    run_id = json.loads((out / "manifest.json").read_text())["mlflow_run_id"]
+    run_id = json.loads((out / "build.json").read_text())["mlflow_run_id"]
     for name in ("verified_share", "solver_success", "proposer_reward", "novelty", "kb_correct_share"):
         assert [m.step for m in client.get_metric_history(run_id, f"train/selfplay/{name}")] == [1, 2], name
     # the alias names a version of exactly these weights: the selfplay run's own, or, where two smoke rounds moved
@@ -203,5 +223,5 @@ def _check_selfplay(project, summary):
     version = client.get_model_version_by_alias("searchlab-agent", "selfplay")
     files = json.loads((out / "manifest.json").read_text())["files"]
     assert version.tags["searchlab.weights_hash"] == weights_hash(files)
-    sft_run = json.loads((project / "data/sft/manifest.json").read_text())["mlflow_run_id"]
+    sft_run = json.loads((project / "data/sft/build.json").read_text())["mlflow_run_id"]
     assert version.run_id in (run_id, sft_run)

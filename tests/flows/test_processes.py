@@ -59,6 +59,8 @@ def _names(procs: list[psutil.Process]) -> list[str]:
             command = proc.cmdline()
         except psutil.NoSuchProcess:
             continue
+        if not command:  # a zombie: it has exited, only its record is left to be reaped
+            continue
         names.append(command[2] if command[1:2] == ["-m"] else " ".join(command[:2]) if command[0] == "sleep"
                      else command[0])
     return sorted(names)

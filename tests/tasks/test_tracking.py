@@ -50,16 +50,16 @@ def test_stage_runs_nested_with_params_metrics_and_cached_link(tmp_path):
     assert alpha.data.tags["searchlab.fingerprint"] == first["alpha"].manifest["fingerprint"]
     assert alpha.data.tags["prefect.flow_run_id"] == "flow-1"
     assert alpha.data.tags["searchlab.git_commit"] == "abc"
-    producer = first["alpha"].manifest["mlflow_run_id"]
+    producer = first["alpha"].record["mlflow_run_id"]
     assert alpha.data.tags["searchlab.produced_by_run"] == producer
     assert client.get_run(producer).data.tags["mlflow.parentRunId"] == first_parent
     assert client.get_run(producer).data.tags["searchlab.cached"] == "false"
     assert client.get_run(producer).data.metrics["counts/items"] == 6
     # the results file's numbers are metrics of the run that made it, and of the cached run that used it
-    made = client.get_run(first["beta"].manifest["mlflow_run_id"]).data.metrics
+    made = client.get_run(first["beta"].record["mlflow_run_id"]).data.metrics
     assert (made["n"], made["threads"]) == (6, 2)
     assert by_stage["beta"].data.metrics["n"] == 6
-    beta_producer = first["beta"].manifest["mlflow_run_id"]  # a stage's reports are attached to the run that made them
+    beta_producer = first["beta"].record["mlflow_run_id"]  # a stage's reports are attached to the run that made them
     assert [a.path for a in client.list_artifacts(beta_producer)] == ["summary.json"]
     assert Path(client.download_artifacts(beta_producer, "summary.json", str(tmp_path))).read_text() == (
         tmp_path / "data/beta/summary.json").read_text()
@@ -87,7 +87,7 @@ def test_stage_runs_nested_with_params_metrics_and_cached_link(tmp_path):
         [other.experiment_id], f"tags.mlflow.parentRunId = '{parent}'")}["alpha"]
     note = cached.data.tags["mlflow.note.content"]
     assert f"produced by run {producer}, which this MLflow store does not hold" in note
-    assert first["alpha"].manifest["finished_at"] in note and "#/experiments" not in note
+    assert first["alpha"].record["finished_at"] in note and "#/experiments" not in note
     # every run names the process that owns it, so a run of a killed process can be told apart later
     for run in (alpha, client.get_run(second_parent)):
         assert run.data.tags["searchlab.pid"] == str(os.getpid())

@@ -167,12 +167,14 @@ class Recording:
         self.model, self.tok = model, tokenizer
         self.seen: list[list[int]] = []  # per call and row: the ids the attention mask lets the model see
         self.cached: list[bool] = []  # per call: did it continue from the previous turn's KV cache?
+        self.widths: list[int] = []  # per call: the batch's columns, holes included
 
     def __getattr__(self, name):  # device, generation_config, ...
         return getattr(self.model, name)
 
     def generate(self, input_ids, attention_mask, **kwargs):
         self.cached.append(kwargs.get("past_key_values") is not None)
+        self.widths.append(input_ids.shape[1])
         self.seen += [[i for i, m in zip(ids, mask) if m] for ids, mask in zip(input_ids.tolist(),
                                                                               attention_mask.tolist())]
         return self.model.generate(input_ids=input_ids, attention_mask=attention_mask, **kwargs)
@@ -361,6 +363,20 @@ def test_an_episode_that_would_outgrow_the_model_s_positions_ends_cut_off(model,
     scripted = Scripted(model, tok)
     [r] = rollout(scripted, tok, bm25, [question], p)
     assert (r.finished, r.turns, r.completion_ids, scripted.seen) == (False, 0, [], [])
+
+
+@pytest.mark.slow
+def test_the_batch_never_grows_wider_than_the_model_s_positions(model, tok, bm25, monkeypatch):
+    questions, p = QUESTIONS[:4], params()
+    scripted = Scripted(model, tok)
+    first = rollout(scripted, tok, bm25, questions, p)
+    # every context the model read fits a table this long, but the KV cache's holes made the batch wider
+    limit = max(map(len, scripted.seen)) + p.max_new_tokens + 1
+    assert max(scripted.widths) + p.max_new_tokens > limit
+    monkeypatch.setattr(model.config, "max_position_embeddings", limit)
+    scripted = Scripted(model, tok)
+    assert strip_time(rollout(scripted, tok, bm25, questions, p)) == strip_time(first)
+    assert max(scripted.widths) + p.max_new_tokens < limit and False in scripted.cached[1:]
 
 
 @pytest.mark.slow

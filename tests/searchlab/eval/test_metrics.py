@@ -19,7 +19,8 @@ def _episode(answer: str | None, searches: list[str], retrieved: list[list[str]]
 def test_a_record_scores_the_answer_and_counts_the_costs():
     record = question_record(KELMORA, _episode("the year 1167", ["Kelmora founded"], [["k-0", "k-1"]]))
     assert (record["em"], record["cover_em"]) == (0.0, 1.0) and 0 < record["f1"] < 1
-    assert (record["searches"], record["turns"], record["generated_tokens"], record["seconds"]) == (1, 2, 30, 0.5)
+    assert (record["searches"], record["turns"], record["generated_tokens"]) == (1, 2, 30)
+    assert "seconds" not in record  # a duration differs between two runs of the same evaluation
     assert record["found_evidence"] == 1.0 and record["prediction"] == "the year 1167"
     missed = question_record(KELMORA, _episode(None, ["Halkrelt"], [["h-0"]]))
     assert (missed["em"], missed["f1"], missed["found_evidence"]) == (0.0, 0.0, 0.0)
@@ -31,8 +32,7 @@ def test_summaries_give_each_metric_a_mean_inside_its_interval():
     records = [question_record(KELMORA, _episode("1167" if i % 4 else "1200", ["q"] * (i % 3), [["k-0"]]))
                for i in range(40)]
     summary = summarize(records, resamples=500)
-    assert list(summary) == ["em", "f1", "cover_em", "found_evidence", "searches", "turns", "generated_tokens",
-                             "seconds"]
+    assert list(summary) == ["em", "f1", "cover_em", "found_evidence", "searches", "turns", "generated_tokens"]
     assert summary["em"]["mean"] == 0.75 and summary["em"]["low"] < 0.75 < summary["em"]["high"]
     assert summary["searches"]["mean"] == pytest.approx(sum(i % 3 for i in range(40)) / 40)
     assert summary["turns"] == {"mean": 2.0, "low": 2.0, "high": 2.0}

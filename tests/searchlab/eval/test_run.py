@@ -45,7 +45,8 @@ def test_every_system_on_every_benchmark_then_a_rerun_computes_only_missing_shar
     assert loads == ["sft"]  # loaded once for all shards
 
     out = tmp_path / "out"
-    assert json.loads((out / "metrics.json").read_text()) == results
+    # the file holds the results but the speeds, which differ from one run to the next
+    assert json.loads((out / "metrics.json").read_text()) == {k: v for k, v in results.items() if k != "throughput"}
     agent = [json.loads(line) for line in (out / "predictions/capitals/sft-agent.jsonl").read_text().splitlines()]
     assert [r["prediction"] for r in agent] == ["Tokyo", "Oslo"] and "<search>" in agent[1]["completion"]
     report = (out / "report.md").read_text()
@@ -62,8 +63,7 @@ def test_every_system_on_every_benchmark_then_a_rerun_computes_only_missing_shar
     (tmp_path / "shards/people/sft-rag.json").unlink()
     bm25.calls.clear()
     redone = _evaluate(model, tok, bm25, tmp_path, loads)["benchmarks"]["people"]["systems"]["sft/rag"]
-    assert {k: v for k, v in redone.items() if k != "seconds"} == \
-        {k: v for k, v in results["benchmarks"]["people"]["systems"]["sft/rag"].items() if k != "seconds"}
+    assert redone == results["benchmarks"]["people"]["systems"]["sft/rag"]
     assert loads == ["sft", "sft"] and bm25.calls == [(["Who discovered penicillin?"], params().topk)]
 
 
