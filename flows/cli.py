@@ -301,7 +301,8 @@ def ask(
 ) -> None:
     """Run the search agent on one question and print its trajectory: thinking, searches with top hits, answer."""
     from searchlab.agent.protocol import parse_trajectory
-    from searchlab.agent.rollout import agent_prompt, context_limit, encode_prompt, has_room, rollout
+    from searchlab.agent.budget import budget_words, fits
+    from searchlab.agent.rollout import agent_prompt, context_limit, encode_prompt, rollout
     from searchlab.model import load_agent
 
     if not question.strip():
@@ -314,10 +315,9 @@ def ask(
     except (OSError, ValueError, RuntimeError) as err:
         raise _fail(str(err)) from None
     limit, prompt = context_limit(agent), len(encode_prompt(tokenizer, agent_prompt(tokenizer, question)))
-    if not has_room(prompt, params.rollout, limit):
-        raise _fail(f"the question is too long for the model: its prompt is {prompt} tokens, and with one turn "
-                    f"(rollout.max_new_tokens: {params.rollout.max_new_tokens}) it needs more than the model's "
-                    f"{limit} positions", 2)
+    if not fits(prompt, params.rollout, limit):
+        raise _fail(f"the question is too long for the model: its prompt is {prompt} tokens, and an episode may "
+                    f"add {budget_words(params.rollout)}, over the model's {limit} positions", 2)
     with _open_retriever(root, params) as retriever:
         episode = rollout(agent, tokenizer, retriever, [question], params.rollout)[0]
     styles = {"think": "dim", "search": "bold cyan", "answer": "bold green", "feedback": "yellow", "text": "dim"}

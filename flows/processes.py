@@ -30,6 +30,8 @@ import sys
 import time
 from pathlib import Path
 
+from tasks.processes import ends_with_this_process
+
 GRACE_S = 10.0  # seconds a server gets between SIGTERM and SIGKILL
 
 
@@ -171,8 +173,9 @@ def _watch(grace_s: float, log: str, report_fd: int, command: list[str]) -> int:
         output.flush()
     report = os.fdopen(report_fd, "w")
     try:
+        # the server gets SIGTERM if the watchdog itself is killed (kill -9 of it)
         server = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT,
-                                  start_new_session=True, preexec_fn=_die_with_watchdog(os.getpid()))
+                                  start_new_session=True, preexec_fn=ends_with_this_process())
     except OSError as err:
         if log:
             output.write(f"{command[0]}: {err}\n".encode())
@@ -204,22 +207,6 @@ def _tell(report, line: str) -> None:
             report.write(line + "\n")
     except OSError:  # the read end is closed: the caller is gone, which the loop on stdin sees next
         pass
-
-
-def _die_with_watchdog(watchdog: int):
-    """A ``preexec_fn`` that has Linux send the server SIGTERM if the watchdog itself is killed (``kill -9`` of it)."""
-
-    def arrange() -> None:
-        try:
-            import ctypes
-
-            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG
-        except (OSError, AttributeError):
-            return
-        if os.getppid() != watchdog:  # it died before the request took effect
-            os._exit(1)
-
-    return arrange
 
 
 if __name__ == "__main__":

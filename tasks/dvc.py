@@ -22,6 +22,7 @@ from pathlib import Path
 import yaml
 
 from searchlab.params import Params
+from tasks.processes import ends_with_this_process
 from tasks.stage import Stage, code_files
 
 EFFECTIVE_PARAMS = "params.yaml"
@@ -141,8 +142,9 @@ def dvc_commit(root: Path, stage_names: list[str]) -> str | None:
     dvc = find_dvc()
     if dvc is None:
         return f"dvc is installed neither beside {sys.executable} nor on PATH: outputs not recorded in dvc.lock"
+    # bound to this process: a `searchlab run` killed while it records leaves no dvc behind
     proc = subprocess.run([dvc, "commit", "--force", "--quiet", *stage_names], cwd=root, capture_output=True,
-                          text=True)
+                          text=True, preexec_fn=ends_with_this_process())
     if proc.returncode != 0:
         return f"dvc commit failed: {proc.stderr.strip() or proc.stdout.strip()}"
     return None

@@ -106,6 +106,22 @@ def load_benchmarks(params: EvalParams, suites_dir: Path | None, root: Path) -> 
     return benchmarks
 
 
+def check_lengths(benchmarks: dict[str, list[Question]], folders: dict[str, Path], params: Params) -> None:
+    """Refuse, before any episode, the benchmark questions whose prompt leaves no room for an episode within a
+    model's positions: a ValueError naming the file and line of each (see :mod:`searchlab.agent.budget`)."""
+    from transformers import AutoConfig, AutoTokenizer
+
+    from searchlab.agent.budget import length_problem
+
+    for name, folder in folders.items():
+        positions = getattr(AutoConfig.from_pretrained(str(folder)), "max_position_embeddings", None)
+        tokenizer = AutoTokenizer.from_pretrained(str(folder))
+        for questions in benchmarks.values():
+            problem = length_problem(questions, tokenizer, params.rollout, positions, name)
+            if problem:
+                raise ValueError(problem)
+
+
 @contextmanager
 def torch_threads(threads: int | None) -> Iterator[None]:
     """Run the block with ``threads`` torch threads (None: leave torch's setting), then restore the old count:
@@ -130,6 +146,7 @@ def _build(ctx: StageContext) -> dict:
     folders = model_folders(p, ctx.root, ctx.inputs)
     loaders = {name: (lambda folder=folder: load_agent(str(folder), p.model, p.rollout))
                for name, folder in folders.items()}
+    check_lengths(benchmarks, folders, p)
     shards = len(benchmarks) * len(folders) * len(p.eval.systems)
     log.info("evaluate: %d benchmark(s) (%d questions) x %d model(s) x %d system(s): %d shards",
              len(benchmarks), sum(map(len, benchmarks.values())), len(folders), len(p.eval.systems), shards)

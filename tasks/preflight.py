@@ -10,6 +10,7 @@ instead of stopping at the first, each with its params key and where that key is
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -63,7 +64,7 @@ def preflight(params: Params, params_file: Path, root: Path, targets: list[str] 
         return Preflight([], problems=[Problem("stages", str(err))])
     found = Preflight(stages)
     names = {stage.name for stage in stages}
-    checks = [_coherence, _corpus, _question_files, _models, _accelerate_configs, _externals]
+    checks = [_coherence, _corpus, _question_files, _models, _context, _accelerate_configs, _externals]
     for check in checks:
         for key, message in check(params, root, names, found.inputs):
             found.problems.append(Problem(key, message, _where(key, params_file, lines, overrides)))
@@ -220,6 +221,64 @@ def _models(params: Params, root: Path, names: set[str], inputs: dict[str, str])
             inputs["model.name_or_path"] = f"{name}: Hugging Face folder"
     else:
         inputs["model.name_or_path"] = f"{name}: a hub id, fetched when the base stage runs (needs the hub)"
+
+
+def _context(params: Params, root: Path, names: set[str], inputs: dict[str, str]):
+    """The rollout's budgets against the starting model's positions, for the stages that roll episodes out; and,
+    where that model's tokenizer exists already (a model folder or GGUF file; the tiny model's is built by the base
+    stage, and evaluate checks its questions when it starts), every question of the question and benchmark files."""
+    from searchlab.agent.budget import budget_problem, length_problem
+
+    if not names & {"rl", "selfplay", "evaluate"}:
+        return
+    try:
+        positions, key, load_tokenizer = starting_model_context(params, root)
+    except (FileNotFoundError, ValueError, OSError):  # a missing or unreadable model: _models says so
+        return
+    if positions is None:
+        return
+    problem = budget_problem(params.rollout, positions, key)
+    if problem:
+        yield "rollout", problem
+        return
+    files = {f"eval.benchmarks.{n}": s for n, s in params.eval.benchmarks.items()} if "evaluate" in names else {}
+    if params.qa.source == "files":
+        files.update({f"qa.files.{n}": s for n, s in params.qa.files.items()})
+    if load_tokenizer is None or not files:
+        return
+    tokenizer = load_tokenizer()
+    for key, spec in files.items():
+        try:
+            questions = load_benchmark(root / spec.path, key.rsplit(".", 1)[-1], spec.format)
+        except (BenchmarkError, OSError):  # _question_files reports it
+            continue
+        problem = length_problem(questions, tokenizer, params.rollout, positions, params.model.name_or_path)
+        if problem:
+            yield key, problem
+
+
+def starting_model_context(params: Params, root: Path):
+    """``(positions, the params key that sets them, a function loading the tokenizer or None)`` of the model the
+    base stage starts from: the tiny model's ``model.tiny.max_positions`` (its tokenizer does not exist yet), a
+    GGUF file's or a model folder's own; positions None for a hub id."""
+    from searchlab.model.gguf import gguf_file, gguf_positions
+
+    name = params.model.name_or_path
+    if name == "tiny":
+        return params.model.tiny.max_positions, "model.tiny.max_positions", None
+    gguf = gguf_file(name, root)
+    if gguf is not None:
+        from transformers import AutoTokenizer
+
+        return (gguf_positions(gguf), f"{name}'s own", lambda: AutoTokenizer.from_pretrained(
+            str(gguf.parent), gguf_file=gguf.name))
+    config = root / name / "config.json"
+    if config.is_file():
+        from transformers import AutoTokenizer
+
+        positions = json.loads(config.read_text()).get("max_position_embeddings")
+        return positions, f"{name}'s own", lambda: AutoTokenizer.from_pretrained(str(root / name))
+    return None, "", None
 
 
 def _accelerate_configs(params: Params, root: Path, names: set[str], inputs: dict[str, str]):

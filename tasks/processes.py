@@ -10,6 +10,8 @@ Where ``/proc`` is missing (not Linux) the identity is empty and only the pid is
 from __future__ import annotations
 
 import os
+import signal
+from collections.abc import Callable
 from pathlib import Path
 
 
@@ -51,3 +53,23 @@ def is_alive(pid: int, identity: str = "") -> bool:
     if state in ("Z", "X"):
         return False
     return not identity or process_identity(pid) == identity
+
+
+def ends_with_this_process() -> Callable[[], None]:
+    """A ``preexec_fn`` for a child that must not outlive the process starting it, however that ends (``kill -9``
+    too): Linux sends the child SIGTERM when its parent dies (``PR_SET_PDEATHSIG``); elsewhere it does nothing.
+
+    The signal follows the thread that started the child, so start it from a thread that waits for it."""
+    parent = os.getpid()
+
+    def arrange() -> None:
+        try:
+            import ctypes
+
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM, 0, 0, 0)  # 1: PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            return
+        if os.getppid() != parent:  # it died before the request took effect
+            os._exit(1)
+
+    return arrange

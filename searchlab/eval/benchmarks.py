@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import json
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +70,7 @@ class Question:
     question: str
     answers: list[str]
     metadata: dict
+    where: str = field(default="", compare=False)  # "<file>: line N" (record N, row N) it was read from
 
 
 class BenchmarkError(ValueError):
@@ -110,7 +111,7 @@ def load_benchmark(path: Path | str, name: str, format: str = "auto", sample: in
         _require_looks_like(path, container, format, records[0])
     wheres = [_where(container, position) for position, _ in records]
     to_question = _PARSERS[format]
-    questions = [to_question(path, where, f"{name}-{index}", record)
+    questions = [replace(to_question(path, where, f"{name}-{index}", record), where=f"{path}: {where}")
                  for index, (where, (_, record)) in enumerate(zip(wheres, records))]
     _reject_duplicate_ids(path, wheres, questions)
     return _sample(questions, sample, seed)

@@ -53,6 +53,16 @@ def gguf_file(name_or_path: str, root: Path | None = None) -> Path | None:
     return None
 
 
+def gguf_positions(path: Path) -> int | None:
+    """The context length a GGUF file's metadata states (``<architecture>.context_length``), without loading it."""
+    from gguf import GGUFReader
+
+    fields = GGUFReader(path).fields
+    architecture = fields.get("general.architecture")
+    length = fields.get(f"{architecture.contents()}.context_length") if architecture else None
+    return int(length.contents()) if length else None
+
+
 def load_gguf(path: Path, dtype: Any = None) -> tuple[Any, Any]:
     """``(model, tokenizer)`` read from the GGUF file ``path``, weights de-quantised to ``dtype`` (None: float32).
 

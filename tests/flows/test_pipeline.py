@@ -194,7 +194,7 @@ def _check_rl(project, summary):
     run_id = json.loads((out / "build.json").read_text())["mlflow_run_id"]
     assert [m.step for m in client.get_metric_history(run_id, "train/episode/outcome")] == [1, 2]
     assert [m.step for m in client.get_metric_history(run_id, "train/curriculum/noise_p")] == [1, 2]
-    assert client.get_model_version_by_alias("searchlab-agent", "rl").run_id == run_id
+    _check_alias(project, "rl", run_id)
 
 
 def _check_selfplay(project, summary):
@@ -216,12 +216,20 @@ def _check_selfplay(project, summary):
     run_id = json.loads((out / "build.json").read_text())["mlflow_run_id"]
     for name in ("verified_share", "solver_success", "proposer_reward", "novelty", "kb_correct_share"):
         assert [m.step for m in client.get_metric_history(run_id, f"train/selfplay/{name}")] == [1, 2], name
-    # the alias names a version of exactly these weights: the selfplay run's own, or, where two smoke rounds moved
-    # nothing (no proposal verified: no advantage), the sft run's version of the same weights
-    from tasks.model_store import weights_hash
+    _check_alias(project, "selfplay", run_id)
 
-    version = client.get_model_version_by_alias("searchlab-agent", "selfplay")
-    files = json.loads((out / "manifest.json").read_text())["files"]
+
+def _check_alias(project, stage, run_id):
+    """The stage's registry alias names a version of exactly its weights: the stage run's own or, where the smoke
+    profile's two steps moved nothing (every group's rewards equal: no advantage), the sft run's version of the
+    same weights (one version per content)."""
+    from mlflow import MlflowClient
+
+    from tasks.model_store import weights_hash
+    from tasks.tracking import default_tracking_uri
+
+    version = MlflowClient(default_tracking_uri(project)).get_model_version_by_alias("searchlab-agent", stage)
+    files = json.loads((project / "data" / stage / "manifest.json").read_text())["files"]
     assert version.tags["searchlab.weights_hash"] == weights_hash(files)
     sft_run = json.loads((project / "data/sft/build.json").read_text())["mlflow_run_id"]
     assert version.run_id in (run_id, sft_run)

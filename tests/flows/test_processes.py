@@ -13,6 +13,7 @@ import textwrap
 import threading
 import time
 import urllib.request
+from pathlib import Path
 
 import psutil
 import pytest
@@ -249,26 +250,63 @@ def _temporary_server(run: subprocess.Popen, timeout_s: float = 120) -> str:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("sig, when", [(signal.SIGKILL, "server up"), (signal.SIGTERM, "indexing")],
-                         ids=["kill-9-once-its-server-answers", "sigterm-while-indexing"])
+@pytest.mark.parametrize("sig, when", [(signal.SIGKILL, "server up"), (signal.SIGTERM, "indexing"),
+                                       (signal.SIGKILL, "between stages")],
+                         ids=["kill-9-once-its-server-answers", "sigterm-while-indexing", "kill-9-between-stages"])
 def test_killed_searchlab_run_leaves_no_process(tmp_path, sig, when):
     project = make_project(tmp_path / "project")
     run = subprocess.Popen([str(BIN / "searchlab"), "run", "index", "--params", "params/smoke.yaml"], cwd=project,
                            env=_project_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         url = _temporary_server(run)
+        deadline = time.time() + 120
         if when == "indexing":  # the indexer (a JVM) and the MLflow worker run too
-            deadline = time.time() + 120
             while "searchlab.retrieval.build_worker" not in _names(_descendants(run.pid)):
                 assert run.poll() is None and time.time() < deadline, "the indexer never started"
                 time.sleep(0.05)
+        elif when == "between stages":  # the corpus is published, the index not yet begun
+            while not (project / "data/corpus/manifest.json").exists():
+                assert run.poll() is None and time.time() < deadline, "the corpus stage never finished"
+                time.sleep(0.01)
         started = _descendants(run.pid)
         assert {"flows.processes", "uvicorn"} <= set(_names(started))  # the watchdog and the temporary server
         run.send_signal(sig)  # the run alone, as a user's kill does: not its process group
         run.wait()
-        assert _survivors(started, 30) == []
+        assert _survivors(started, 10) == []
         with pytest.raises(ConnectionRefusedError):
             socket.create_connection(("127.0.0.1", int(url.split(":")[-1].split("/")[0])), timeout=1)
     finally:
         run.kill()
         run.wait()
+
+
+@pytest.mark.slow
+def test_a_run_killed_while_it_records_in_dvc_leaves_no_dvc_running(tmp_path):
+    """The end of a run: its outputs are recorded in dvc.lock by a `dvc commit` child, which goes with the run."""
+    project = make_project(tmp_path / "project", with_code=True)
+    env = dict(_project_env(), PYTHONPATH=str(project))
+    for command in (["git", "init", "-q"], [str(BIN / "dvc"), "init", "-q"]):
+        subprocess.run(command, cwd=project, env=env, check=True, capture_output=True)
+    run = subprocess.Popen([str(BIN / "searchlab"), "run", "corpus", "--params", "params/smoke.yaml"], cwd=project,
+                           env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.time() + 120
+        while not any(map(_is_dvc_commit, _descendants(run.pid))):
+            assert run.poll() is None and time.time() < deadline, "the run never started dvc commit"
+            time.sleep(0.01)
+        started = _descendants(run.pid)
+        run.kill()
+        run.wait()
+        assert _survivors(started, 10) == []
+        assert not (project / "dvc.lock").exists()  # stopped, not left to finish on its own
+    finally:
+        run.kill()
+        run.wait()
+
+
+def _is_dvc_commit(proc: psutil.Process) -> bool:
+    try:
+        command = proc.cmdline()
+    except psutil.NoSuchProcess:
+        return False
+    return "commit" in command and any(Path(part).name == "dvc" for part in command[:2])  # dvc, or python dvc

@@ -103,3 +103,20 @@ def test_evaluate_reads_exactly_the_model_stages_eval_models_names():
     assert STAGE.needs(_params("eval.models=[sft, rl, selfplay]")) == ("index", "benchmarks", "sft", "rl", "selfplay")
     assert STAGE.needs(_params("eval.models=[base]")) == ("index", "benchmarks", "base")
     assert STAGE.needs(_params("eval.models=[base, models/x]", "eval.suites=[]")) == ("index", "base")
+
+
+def test_a_question_too_long_for_the_model_is_refused_before_any_episode_naming_its_line(tmp_path):
+    from searchlab.eval.benchmarks import load_benchmark
+    from searchlab.model.bootstrap import bootstrap_tiny
+    from searchlab.params import TinyModelParams
+    from tasks.evaluate import check_lengths
+
+    spec = TinyModelParams(vocab_size=300, hidden_size=16, layers=1, heads=2, kv_heads=1, intermediate_size=16,
+                           max_positions=1024)
+    bootstrap_tiny(spec, ["Who founded the city of Kelmora, and when?"] * 20, tmp_path / "model")
+    path = _write(tmp_path / "mine.jsonl", "Who founded Kelmora?", "Who founded " + "the old city of " * 40 + "?")
+    mine = load_benchmark(path, "mine")
+    params = _params()  # smoke: an episode may add 4 x 48 + 3 x 160 = 672 tokens to its prompt
+    with pytest.raises(ValueError, match=rf"1 question\(s\) too long for model sft: {path}: line 2 \(\d+ tokens\)"):
+        check_lengths({"mine": mine}, {"sft": tmp_path / "model"}, params)
+    check_lengths({"mine": mine[:1]}, {"sft": tmp_path / "model"}, params)  # the short one fits

@@ -71,6 +71,32 @@ def test_five_mistakes_are_all_reported_in_one_run_with_key_and_line(tmp_path):
     assert run.returncode == 2 and "5 problem(s)" in run.stderr and not (project / "data/corpus").exists()
 
 
+def test_budgets_that_cannot_fit_the_model_s_positions_are_refused_naming_the_keys(tmp_path):
+    for profile in sorted((REPO / "params").glob("*.yaml")):  # every shipped profile fits its model
+        found = preflight(load_params(profile), profile.relative_to(REPO), REPO)
+        assert "rollout" not in {p.key for p in found.problems}, profile.name
+    too_many = ["model.tiny.max_positions=1024", "rollout.max_turns=6"]
+    found = preflight(load_params(REPO / "params/smoke.yaml", too_many), Path("params/smoke.yaml"), REPO,
+                      overrides=too_many)
+    [problem] = found.problems
+    assert (problem.key, problem.where) == ("rollout", "params/smoke.yaml line 23")
+    assert "rollout.max_turns (6) x rollout.max_new_tokens (48) + 5 x rollout.max_information_tokens (160) = " \
+           "1088 tokens, and the model reads 1024 positions (model.tiny.max_positions)" in problem.message
+
+
+def test_a_question_too_long_for_a_pretrained_model_is_named_with_its_line_before_anything_runs(tmp_path):
+    project = _project(tmp_path)
+    long = "Which " + "very " * 9000 + "long question is this?"  # SmolLM2 reads 8192 positions
+    with open(project / "examples/own-data/test.jsonl", "a") as test:
+        test.write(f'{{"id": "long", "question": "{long}", "golden_answers": ["x"]}}\n')
+    lines = len((project / "examples/own-data/test.jsonl").read_text().splitlines())
+    found = preflight(load_params(project / "params/own-data.yaml"), Path("params/own-data.yaml"), project)
+    [problem] = found.problems
+    assert problem.key == "eval.benchmarks.geo-test"
+    assert f"1 question(s) too long for model smollm2-135m-instruct: {project}/examples/own-data/test.jsonl: " \
+           f"line {lines} (" in problem.message and "8192 positions" in problem.message
+
+
 def test_a_problem_made_by_an_override_is_blamed_on_it():
     found = preflight(load_params(REPO / "params/own-data.yaml", ["eval.suites=[world-single]"]),
                       Path("params/own-data.yaml"), REPO, overrides=["eval.suites=[world-single]"])
