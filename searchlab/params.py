@@ -97,6 +97,17 @@ class IndexParams(Section):
     dense: DenseIndexParams = DenseIndexParams()
 
 
+# Marks a field that says how a stage runs, not what it computes (where a server listens, how many threads answer
+# independent queries): stage fingerprints leave it out (Params.fingerprinted), so changing it rebuilds nothing.
+EXECUTION = {"execution": True}
+
+
+def execution_keys(section: type[BaseModel]) -> set[str]:
+    """The fields of a section marked :data:`EXECUTION`."""
+    return {name for name, spec in section.model_fields.items()
+            if isinstance(spec.json_schema_extra, dict) and spec.json_schema_extra.get("execution")}
+
+
 # ---------------------------------------------------------------- retriever
 class RetrieverParams(Section):
     """How passages are retrieved: in-process over the built index, or from a remote server."""
@@ -105,13 +116,16 @@ class RetrieverParams(Section):
     k1: float = Field(0.9, gt=0, description="BM25 k1 (Anserini's default)")
     b: float = Field(0.4, ge=0, le=1, description="BM25 b (Anserini's default)")
     topk: int = Field(3, ge=1)
-    threads: int = Field(2, ge=1, description="search threads for batch queries")
+    threads: int = Field(2, ge=1, description="search threads for batch queries", json_schema_extra=EXECUTION)
     hybrid_alpha: float = Field(0.5, ge=0, le=1, description="weight of BM25 in hybrid score fusion")
     url: str | None = Field(None, description="a Search-R1 /retrieve server to use instead of the local index")
-    host: str = Field("127.0.0.1", description="where serve-retriever listens")
-    port: int = Field(8000, ge=1, le=65535)
-    max_queries: int = Field(1024, ge=1, description="largest batch one /retrieve request may carry")
-    max_topk: int = Field(100, ge=1, description="largest topk one /retrieve request may ask for")
+    host: str = Field("127.0.0.1", description="where serve-retriever listens", json_schema_extra=EXECUTION)
+    port: int = Field(8000, ge=1, le=65535, description="the port serve-retriever listens on",
+                      json_schema_extra=EXECUTION)
+    max_queries: int = Field(1024, ge=1, description="largest batch one /retrieve request may carry",
+                             json_schema_extra=EXECUTION)
+    max_topk: int = Field(100, ge=1, description="largest topk one /retrieve request may ask for",
+                          json_schema_extra=EXECUTION)
 
     @model_validator(mode="after")
     def _default_within_limit(self) -> "RetrieverParams":
@@ -859,8 +873,18 @@ class Params(Section):
     runtime: RuntimeParams = RuntimeParams()
 
     def section(self, name: str) -> dict[str, Any]:
-        """One section as plain data (with defaults filled in), e.g. for fingerprints and logging."""
+        """One section as plain data (with defaults filled in), e.g. for logging."""
         return getattr(self, name).model_dump(mode="json")
+
+    def fingerprinted(self, name: str) -> dict[str, Any]:
+        """What a stage's fingerprint takes of a section: :meth:`section` without its execution fields."""
+        skip = execution_keys(type(getattr(self, name)))
+        return {k: v for k, v in self.section(name).items() if k not in skip}
+
+    def fingerprinted_keys(self, name: str) -> list[str]:
+        """The params keys of :meth:`fingerprinted`, for DVC: the section's name when it has no execution field."""
+        skip = execution_keys(type(getattr(self, name)))
+        return [name] if not skip else [f"{name}.{k}" for k in self.section(name) if k not in skip]
 
 
 class ParamsError(ValueError):

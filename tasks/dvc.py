@@ -50,7 +50,8 @@ def render_dvc_yaml(params: Params, root: Path) -> str:
             "desc": stage.description,
             "cmd": f"searchlab run {stage.name} --params {EFFECTIVE_PARAMS} --no-dvc-commit",
             "deps": [f"data/{up}" for up in stage.needs(params)] + code_deps,
-            "params": [{EFFECTIVE_PARAMS: list(stage.reads)}],
+            # the keys the fingerprint takes: a section but its execution fields (a server's port)
+            "params": [{EFFECTIVE_PARAMS: [key for section in stage.reads for key in params.fingerprinted_keys(section)]}],
             "outs": [f"data/{stage.name}"],
         }
     metrics = [f"data/{stage.name}/{stage.metrics}" for stage in stages if stage.metrics]

@@ -106,6 +106,17 @@ def load_benchmarks(params: EvalParams, suites_dir: Path | None, root: Path) -> 
     return benchmarks
 
 
+def indexed_ids(index: Path) -> set[str]:
+    """The ids of the documents in a built index (its document store)."""
+    from searchlab.retrieval.docstore import DocStore
+
+    store = DocStore(index / "docstore")
+    try:
+        return store.ids()
+    finally:
+        store.close()
+
+
 def check_lengths(benchmarks: dict[str, list[Question]], folders: dict[str, Path], params: Params) -> None:
     """Refuse, before any episode, the benchmark questions whose prompt leaves no room for an episode within a
     model's positions: a ValueError naming the file and line of each (see :mod:`searchlab.agent.budget`)."""
@@ -139,7 +150,7 @@ def torch_threads(threads: int | None) -> Iterator[None]:
 
 def _build(ctx: StageContext) -> dict:
     # imported here: it loads matplotlib, which `searchlab status` (importing every stage) has no use for
-    from searchlab.eval.run import run_evaluation
+    from searchlab.eval.run import check_evidence, run_evaluation
 
     p = ctx.params
     benchmarks = load_benchmarks(p.eval, ctx.inputs.get("benchmarks"), ctx.root)
@@ -147,6 +158,7 @@ def _build(ctx: StageContext) -> dict:
     loaders = {name: (lambda folder=folder: load_agent(str(folder), p.model, p.rollout))
                for name, folder in folders.items()}
     check_lengths(benchmarks, folders, p)
+    check_evidence(benchmarks, lambda: indexed_ids(ctx.inputs["index"]), ctx.inputs["index"])
     shards = len(benchmarks) * len(folders) * len(p.eval.systems)
     log.info("evaluate: %d benchmark(s) (%d questions) x %d model(s) x %d system(s): %d shards",
              len(benchmarks), sum(map(len, benchmarks.values())), len(folders), len(p.eval.systems), shards)

@@ -11,8 +11,10 @@ instead of stopping at the first, each with its params key and where that key is
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -232,7 +234,7 @@ def _context(params: Params, root: Path, names: set[str], inputs: dict[str, str]
     if not names & {"rl", "selfplay", "evaluate"}:
         return
     try:
-        positions, key, load_tokenizer = starting_model_context(params, root)
+        positions, key, load_tokenizer = _starting_model(params, root)
     except (FileNotFoundError, ValueError, OSError):  # a missing or unreadable model: _models says so
         return
     if positions is None:
@@ -257,7 +259,7 @@ def _context(params: Params, root: Path, names: set[str], inputs: dict[str, str]
             yield key, problem
 
 
-def starting_model_context(params: Params, root: Path):
+def _starting_model(params: Params, root: Path) -> tuple[int | None, str, Callable[[], Any] | None]:
     """``(positions, the params key that sets them, a function loading the tokenizer or None)`` of the model the
     base stage starts from: the tiny model's ``model.tiny.max_positions`` (its tokenizer does not exist yet), a
     GGUF file's or a model folder's own; positions None for a hub id."""

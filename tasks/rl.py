@@ -17,13 +17,13 @@ from searchlab.params import Params
 from searchlab.rl.train import check_device, gather_questions, run_rl
 from tasks.sft import sample_trajectories
 from tasks.sources import external_models, resolve, stage_of
-from tasks.stage import Stage, StageContext
+from tasks.stage import Stage, StageContext, registered_as
 
 
 def _build(ctx: StageContext) -> dict:
     p = ctx.params
     check_device(p.rl)
-    config = str(ctx.root / p.rl.accelerate_config) if p.rl.accelerate_config else None
+    config = ctx.accelerate_config()
     files = {"qa": "train.jsonl", "selfplay": "questions.jsonl"}
     questions = ctx.work_dir / "questions.jsonl"
     counts = gather_questions({name: ctx.inputs[name] / files[name] for name in p.rl.questions}, questions)
@@ -65,10 +65,6 @@ def upstream(params: Params) -> tuple[str, ...]:
             *(("selfplay",) if "selfplay" in params.rl.questions and start != "selfplay" else ()))
 
 
-def _registry(params: Params) -> tuple[str, str]:
-    return params.rl.registry_name, params.rl.registry_alias
-
-
 STAGE = Stage(
     name="rl",
     description="Train the agent with GRPO (TRL) over its own multi-turn search episodes, from rl.init's policy",
@@ -77,6 +73,6 @@ STAGE = Stage(
     build=_build,
     reports=("samples.md", "samples.jsonl", "curves.png", "curriculum.jsonl", "restructured.jsonl"),
     curves="train_log.jsonl",
-    registers=_registry,
+    registers=registered_as("rl"),
     external=external_inputs,
 )

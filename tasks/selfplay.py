@@ -16,13 +16,13 @@ from searchlab.rl.train import check_device
 from searchlab.selfplay.train import run_selfplay
 from tasks.sft import sample_trajectories
 from tasks.sources import external_models, resolve, stage_of
-from tasks.stage import Stage, StageContext
+from tasks.stage import Stage, StageContext, registered_as
 
 
 def _build(ctx: StageContext) -> dict:
     p = ctx.params
     check_device(p.selfplay.as_rl())
-    config = str(ctx.root / p.selfplay.accelerate_config) if p.selfplay.accelerate_config else None
+    config = ctx.accelerate_config()
     start = resolve(p.selfplay.init, "selfplay.init", p, ctx.root, ctx.inputs)
     figures = run_selfplay(p.model, p.rollout, p.selfplay, p.qa, start, ctx.inputs["corpus"],
                            ctx.inputs["qa"], ctx.inputs["index"], p.section("retriever"), ctx.out_dir, ctx.work_dir,
@@ -60,10 +60,6 @@ def external_inputs(params: Params, root: Path) -> dict[str, Path]:
     return external_models(sources, params, root)
 
 
-def _registry(params: Params) -> tuple[str, str]:
-    return params.selfplay.registry_name, params.selfplay.registry_alias
-
-
 STAGE = Stage(
     name="selfplay",
     description="Train the agent by search self-play: it proposes questions, retrieval verifies them, it solves them",
@@ -73,6 +69,6 @@ STAGE = Stage(
     build=_build,
     reports=("samples.md", "samples.jsonl", "datasheet.md", "rounds.jsonl"),
     curves="train_log.jsonl",
-    registers=_registry,
+    registers=registered_as("selfplay"),
     external=external_inputs,
 )

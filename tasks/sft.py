@@ -14,11 +14,11 @@ from searchlab.agent.protocol import parse_trajectory
 from searchlab.agent.samples import spread_sample, write_samples
 from searchlab.jsonl import iter_jsonl, read_jsonl
 from searchlab.model import load_agent
-from searchlab.params import Params, RolloutParams
+from searchlab.params import RolloutParams
 from searchlab.retrieval import open_retriever
 from searchlab.train.base import start_model
 from searchlab.train.sft import run_sft
-from tasks.stage import Stage, StageContext
+from tasks.stage import Stage, StageContext, registered_as
 
 log = logging.getLogger("searchlab.sft")
 
@@ -26,7 +26,7 @@ log = logging.getLogger("searchlab.sft")
 def _build(ctx: StageContext) -> dict:
     p, demos, corpus = ctx.params, ctx.inputs["qa"] / "demos.jsonl", ctx.inputs["corpus"] / "corpus.jsonl"
     warn_if_turns_fall_short(demos, p.rollout)
-    config = str(ctx.root / p.sft.accelerate_config) if p.sft.accelerate_config else None
+    config = ctx.accelerate_config()
     figures = run_sft(p.model, p.sft, start_model(ctx.inputs["base"]), demos, ctx.out_dir, ctx.work_dir, config,
                       corpus)
     return {**figures, **sample_trajectories(ctx, p.sft.samples, p.sft.seed, "SFT")}
@@ -66,10 +66,6 @@ def sample_trajectories(ctx: StageContext, count: int, seed: int, who: str) -> d
     return {f"protocol.{name}": value for name, value in rates.items()}
 
 
-def _registry(params: Params) -> tuple[str, str]:
-    return params.sft.registry_name, params.sft.registry_alias
-
-
 STAGE = Stage(
     name="sft",
     description="Fine-tune the agent model on the demonstrations with TRL (loss on the agent's own tokens only)",
@@ -78,5 +74,5 @@ STAGE = Stage(
     build=_build,
     reports=("samples.md", "samples.jsonl"),
     curves="train_log.jsonl",
-    registers=_registry,
+    registers=registered_as("sft"),
 )

@@ -69,6 +69,22 @@ class StageContext:
     out_dir: Path  # empty scratch folder to fill; renamed into data/<stage>/ on success
     work_dir: Path  # survives a crash; same folder on every retry with the same fingerprint
 
+    def accelerate_config(self) -> str | None:
+        """The training stage's accelerate config file (its params section's ``accelerate_config``, from the project
+        root), or None for accelerate's defaults."""
+        config = getattr(self.params, self.name).accelerate_config
+        return str(self.root / config) if config else None
+
+
+def registered_as(section: str) -> Callable[[Params], tuple[str, str]]:
+    """``Stage.registers`` of a model stage whose params section names its registry entry (``registry_name``,
+    ``registry_alias``)."""
+    def entry(params: Params) -> tuple[str, str]:
+        settings = getattr(params, section)
+        return settings.registry_name, settings.registry_alias
+
+    return entry
+
 
 @dataclass(frozen=True)
 class Stage:
@@ -194,7 +210,7 @@ def fingerprint_inputs(stage: Stage, params: Params, root: Path, upstream: dict[
     inputs = {
         "stage": stage.name,
         "code": code_hash(stage, root),
-        "params": {section: params.section(section) for section in stage.reads},
+        "params": {section: params.fingerprinted(section) for section in stage.reads},
         "upstream": {name: upstream[name] for name in stage.needs(params)},
     }
     if stage.external is not None:  # only then: the fingerprints of stages without external inputs stay as they were

@@ -62,6 +62,30 @@ def _shard(path: Path, compute: Callable[[], dict]) -> dict:
     return shard
 
 
+MAX_MISSING_EVIDENCE = 0.1  # share of a benchmark's evidence passages the index may lack before it is refused
+
+
+def check_evidence(benchmarks: Mapping[str, list[Question]], indexed_ids: Callable[[], set[str]],
+                   index: Path) -> None:
+    """ValueError when a benchmark's questions list evidence passages (``metadata.evidence``) of which more than
+    :data:`MAX_MISSING_EVIDENCE` are not in the index: its found-evidence rate would be a silent zero.
+    ``indexed_ids`` is read only when some benchmark lists evidence."""
+    listed = {name: {doc for q in questions for doc in q.metadata.get("evidence") or ()}
+              for name, questions in benchmarks.items()}
+    if not any(listed.values()):
+        return
+    known = indexed_ids()
+    for name, evidence in listed.items():
+        missing = len(evidence - known)
+        if evidence and missing / len(evidence) > MAX_MISSING_EVIDENCE:
+            source = benchmarks[name][0].where.rpartition(": ")[0] or name
+            raise ValueError(
+                f"{missing} of the {len(evidence)} evidence passages that benchmark {name} ({source}) lists are not "
+                f"in the index {index}: it indexes another corpus, so every found-evidence rate would be 0. Index "
+                "the corpus those questions were written against (corpus.source and corpus.path), or drop "
+                "metadata.evidence from the file")
+
+
 def run_evaluation(models: Mapping[str, Callable[[], tuple[Any, Any]]], systems: Sequence[str],
                    benchmarks: Mapping[str, list[Question]], retriever, params: RolloutParams, out_dir: Path,
                    shard_dir: Path, resamples: int = 2000, seed: int = 0,

@@ -96,6 +96,13 @@ class DocStore:
             out.append((doc["id"], doc["contents"]))
         return out
 
+    def ids(self, chunk: int = 65536) -> set[str]:
+        """Every document id in the store (read a chunk of rows at a time)."""
+        found: set[str] = set()
+        for start in range(0, len(self), chunk):
+            found.update(doc_id for doc_id, _ in self.get_many(range(start, min(start + chunk, len(self)))))
+        return found
+
     def raw_many(self, rows) -> list[bytes]:
         """Each row's stored JSON object ``{"id": ..., "contents": ...}`` as UTF-8 bytes, undecoded.
 

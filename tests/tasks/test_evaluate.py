@@ -6,9 +6,11 @@ The stage itself runs in the smoke pipeline (tests/flows/test_pipeline.py); thes
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
+import yaml
 
 from searchlab.eval.benchmarks import BenchmarkError
 from searchlab.params import load_params
@@ -120,3 +122,48 @@ def test_a_question_too_long_for_the_model_is_refused_before_any_episode_naming_
     with pytest.raises(ValueError, match=rf"1 question\(s\) too long for model sft: {path}: line 2 \(\d+ tokens\)"):
         check_lengths({"mine": mine}, {"sft": tmp_path / "model"}, params)
     check_lengths({"mine": mine[:1]}, {"sft": tmp_path / "model"}, params)  # the short one fits
+
+
+def test_a_benchmark_whose_evidence_the_index_lacks_is_refused_naming_the_counts(tmp_path):
+    from searchlab.eval.benchmarks import load_benchmark
+    from searchlab.eval.run import check_evidence
+    from searchlab.retrieval.docstore import DocStoreWriter
+    from tasks.evaluate import indexed_ids
+
+    with DocStoreWriter(tmp_path / "index/docstore") as store:
+        for doc in ("kelmora-0", "kelmora-1", "halkrelt-0"):
+            store.add(doc, f"passage {doc}")
+    path = tmp_path / "mine.jsonl"
+    records = [{"id": "a", "question": "Who founded Kelmora?", "golden_answers": ["x"],
+                "metadata": {"evidence": ["kelmora-0", "kelmora-1"]}},
+               {"id": "b", "question": "When was Halkrelt built?", "golden_answers": ["y"],
+                "metadata": {"evidence": ["halkrelt-0"]}}]
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    mine = load_benchmark(path, "mine")
+    check_evidence({"mine": mine}, lambda: indexed_ids(tmp_path / "index"), tmp_path / "index")  # all indexed
+    other = tmp_path / "other"  # an index of another corpus: one of the three passages
+    with DocStoreWriter(other / "docstore") as store:
+        store.add("kelmora-0", "passage")
+    with pytest.raises(ValueError, match=rf"2 of the 3 evidence passages that benchmark mine \({path}\) lists are "
+                                         rf"not in the index {other}"):
+        check_evidence({"mine": mine}, lambda: indexed_ids(other), other)
+    read = []  # a benchmark without evidence (questions from files) costs no read of the index
+    check_evidence({"plain": [replace(q, metadata={}) for q in mine]}, lambda: read.append(1) or set(), other)
+    assert read == []
+
+
+def test_where_the_retriever_listens_and_its_threads_rebuild_nothing(tmp_path):
+    from tasks.dvc import render_dvc_yaml
+
+    def fingerprint_of(*overrides):
+        return fingerprint(fingerprint_inputs(SFT_STAGE, _params(*overrides), tmp_path, UPSTREAM))
+
+    same = fingerprint_of()
+    for override in ("retriever.port=9001", "retriever.host=0.0.0.0", "retriever.threads=8",
+                     "retriever.max_queries=16"):
+        assert fingerprint_of(override) == same, override
+    assert fingerprint_of("retriever.k1=1.2") != same  # a BM25 parameter changes what is retrieved
+    # DVC tracks the same keys: the section's but the execution fields
+    sft = yaml.safe_load(render_dvc_yaml(_params(), REPO))["stages"]["sft"]["params"][0]["params.yaml"]
+    assert "retriever.k1" in sft and "retriever.port" not in sft and "retriever.threads" not in sft
+    assert "sft" in sft  # a section without execution fields is tracked whole
