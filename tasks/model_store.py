@@ -3,7 +3,7 @@
 A model stage publishes its output at one path (``data/sft/``) and every rerun replaces that folder, so a
 registry version that referenced the path would silently hand out whatever was trained last. Registration
 therefore snapshots the published folder into ``mlartifacts/models/<content hash>/`` (git-ignored, next to
-MLflow's artifacts) and registers that folder. The content hash is :func:`content_hash` of the output's files
+MLflow's artifacts) and registers that folder. The content hash is :func:`tasks.outputs.content_digest` of the output's files
 (their relative paths and SHA-256s, as its manifest lists them).
 
 The snapshot is made of hard links to the published files: no byte is copied, and it is safe because a stage
@@ -25,7 +25,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from tasks.outputs import MANIFEST, listing_hash, read_manifest, recall, remember, sha256_file
+from tasks.outputs import MANIFEST, content_digest, listing_hash, read_manifest, recall, remember, sha256_file
 
 # A file modified less than this long before it was hashed may change again without its mtime moving (timestamps
 # advance in ticks, up to 2 s on some filesystems), so its hash is not cached and the next check reads it again.
@@ -35,11 +35,6 @@ _SETTLED_NS = 2_000_000_000
 def store_dir(root: Path) -> Path:
     """Where the project keeps model snapshots."""
     return root / "mlartifacts" / "models"
-
-
-def content_hash(files: dict[str, dict[str, Any]]) -> str:
-    """The content hash of an output from its manifest's ``files`` (``{relative path: {"sha256", ...}}``)."""
-    return listing_hash((rel, meta["sha256"]) for rel, meta in files.items())
 
 
 # what a checkpoint loader reads (beside the *.safetensors and model *.bin weights); the rest of a model stage's
@@ -59,7 +54,7 @@ def weights_hash(files: dict[str, dict[str, Any]]) -> str:
             name.endswith(".bin") and name != "training_args.bin")
 
     model = {rel: meta for rel, meta in files.items() if is_model(rel)}
-    return content_hash(model or files)
+    return content_digest(model or files)
 
 
 def snapshot(folder: Path, files: dict[str, dict[str, Any]], store: Path) -> tuple[Path, str]:
@@ -68,7 +63,7 @@ def snapshot(folder: Path, files: dict[str, dict[str, Any]], store: Path) -> tup
 
     Raises ValueError if ``folder`` no longer holds what ``files`` says (it changed since its stage wrote it).
     """
-    digest = content_hash(files)
+    digest = content_digest(files)
     target = store / digest
     if target.is_dir():
         if snapshot_intact(store, digest):
@@ -148,7 +143,7 @@ def check_snapshot(folder: Path, digest: str, cache_file: Path,
         return None
     if expected is None:
         expected = (read_manifest(folder) or {}).get("files")
-    if expected is None or content_hash(expected) != digest:  # nothing trustworthy to compare file by file
+    if expected is None or content_digest(expected) != digest:  # nothing trustworthy to compare file by file
         return f"it holds other content now (content {listing_hash(hashes.items())[:12]}, not {digest[:12]})"
     problems = [f"{rel} is missing" for rel in expected if rel not in hashes]
     problems += [f"{rel} has changed content" for rel in expected if rel in hashes

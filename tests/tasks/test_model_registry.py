@@ -14,7 +14,7 @@ import pytest
 from mlflow import MlflowClient
 
 from searchlab.params import TrackingParams
-from tasks.model_store import content_hash
+from tasks.outputs import content_digest
 from tasks.outputs import describe_files, publish, write_manifest
 from tasks.tracking import Tracker, TrackingError, model_folder
 from tests.conftest import REPO
@@ -97,7 +97,7 @@ def test_a_version_registered_by_path_is_refused_once_the_path_holds_other_conte
     client = MlflowClient(tracker.uri)
     client.create_registered_model("agent")
     client.create_model_version("agent", out.resolve().as_uri(),
-                                tags={"searchlab.content_hash": content_hash(manifest["files"])})
+                                tags={"searchlab.content_hash": content_digest(manifest["files"])})
     client.set_registered_model_alias("agent", "old", "1")
     assert _load(tmp_path, "old") == out.resolve()  # it still holds that content
     _publish(tmp_path, {"config.json": b"{}", "w/model.bin": b"new"})  # a rerun replaced it

@@ -13,7 +13,7 @@ from pathlib import Path
 from mlflow import MlflowClient
 
 from searchlab.params import TrackingParams, load_params
-from tasks.model_store import content_hash
+from tasks.outputs import content_digest
 from tasks.processes import process_identity
 from tasks.stage import RunContext, run_stage
 from tasks.tracking import Tracker
@@ -68,7 +68,7 @@ def test_stage_runs_nested_with_params_metrics_and_cached_link(tmp_path):
     assert [(m.step, m.value) for m in client.get_metric_history(beta_producer, "dev/loss")] == [(2, 1.7)]
     # the model stage's folder is a registry version by content: a snapshot named by its content hash
     version = client.get_model_version_by_alias("toy-model", "current")
-    digest = content_hash(first["beta"].manifest["files"])
+    digest = content_digest(first["beta"].manifest["files"])
     assert version.run_id == beta_producer
     assert version.source == (tmp_path / "mlartifacts/models" / digest).resolve().as_uri()
     assert version.tags["searchlab.content_hash"] == digest
