@@ -65,6 +65,7 @@ ROWS = {
     "dapo-loss": ["rl.loss_type=dapo"],
     "dr-grpo": ["rl.loss_type=dr_grpo"],
     "batch-scale": ["rl.scale_rewards=batch"],
+    "renamed": ["rl.renamed=true"],  # episodes in a world whose titles are permuted: recall of sft's names cannot pay
 }
 DEFAULT_ROWS = ["grpo", "llds", "cgrpo", "clpo", "simulated"]
 REFERENCE = "grpo"

@@ -705,6 +705,35 @@ def dvc_yaml(
     console.print(f"wrote {path}")
 
 
+@app.command("params-doc")
+def params_doc(
+    check: Annotated[bool, typer.Option("--check", help="exit 1 if docs/params.md is not current or a params key "
+                                                        "has no description")] = False,
+) -> None:
+    """Write docs/params.md from the params schema: a row per key with its default (and the demo profile's value)
+    and its description in searchlab/params.py."""
+    from searchlab.params_doc import COMMAND, DEMO_PROFILE, DOC_PATH, render_params_doc, undocumented_keys
+
+    root = find_root()
+    text = render_params_doc(_load(root, DEMO_PROFILE, None))
+    path = root / DOC_PATH
+    missing = undocumented_keys()
+    problems = [f"params key(s) without a description in searchlab/params.py: {', '.join(missing)}; give each "
+                f"field a Field(..., description=...)"] if missing else []
+    if check:
+        if not path.exists() or path.read_text() != text:
+            problems.insert(0, f"{DOC_PATH} differs from what the params schema gives: run `{COMMAND}`")
+        if problems:
+            raise _fail("\n".join(problems))
+        console.print(f"{DOC_PATH} is current")
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    console.print(f"wrote {path}", highlight=False)
+    if problems:
+        raise _fail(problems[0])
+
+
 def main() -> None:
     # The library reports progress notes (a resumed synthesis, skipped records) on the "searchlab" logger.
     handler = logging.StreamHandler()

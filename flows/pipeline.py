@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 from prefect import flow, get_run_logger
@@ -15,19 +14,9 @@ from tasks.dvc import record_outputs, write_dvc_yaml, write_effective_params
 from tasks.registry import check_force, plan
 from tasks.run import stage_task
 from tasks.preflight import preflight
+from tasks.outputs import git_commit
 from tasks.stage import RunContext, StageResult, cached_stages, pipeline_metrics
 from tasks.tracking import Tracker
-
-
-def git_commit(root: Path) -> str:
-    """The checked-out commit, with ``-dirty`` when tracked files have changes (``unknown`` outside git)."""
-    try:
-        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True)
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
-                               capture_output=True, text=True).stdout.strip()
-        return head.stdout.strip() + ("-dirty" if dirty else "")
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 @flow(name="searchlab-pipeline", persist_result=False, log_prints=True)

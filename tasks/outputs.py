@@ -20,6 +20,7 @@ import hashlib
 import json
 import os
 import shutil
+import subprocess
 import uuid
 from collections.abc import Iterable
 from pathlib import Path
@@ -175,3 +176,21 @@ def content_hashes(paths: dict[str, Path], stat_cache: Path) -> dict[str, str]:
     if fresh != cache:
         remember(fresh, stat_cache)
     return hashes
+
+
+#: What a run writes itself (the effective params and the stage graph of its profile): a change to them is the
+#: previous run's record, which the stages' fingerprints already hold, not a change to the code.
+RUN_WRITTEN = ("params.yaml", "dvc.yaml")
+
+
+def git_commit(root: Path) -> str:
+    """The checked-out commit, with ``-dirty`` when tracked files other than :data:`RUN_WRITTEN` have changes
+    (``unknown`` outside git)."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True)
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".",
+                                *(f":(exclude,top){name}" for name in RUN_WRITTEN)],
+                               cwd=root, capture_output=True, text=True).stdout.strip()
+        return head.stdout.strip() + ("-dirty" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"

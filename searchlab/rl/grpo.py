@@ -60,6 +60,7 @@ curriculum learns from every group rolled out, replaced ones included.
 from __future__ import annotations
 
 import json
+import random
 import time
 from collections.abc import Sequence
 from contextlib import contextmanager
@@ -82,8 +83,10 @@ from searchlab.rl.advantages import (
     turn_index,
 )
 from searchlab.rl.curriculum import Curriculum, NoisyRetriever
+from searchlab.rl.renamed import RenamedRetriever, renamed_question
 from searchlab.rl.rewards import RewardBreakdown, reward
 from searchlab.rl.simulated import SimulatedRetriever, simulated_counts
+from searchlab.train.renaming import TitleRenamer
 
 
 CURRICULUM_FILE = "curriculum.json"  # the curriculum's state, in every checkpoint folder
@@ -194,15 +197,17 @@ class SearchEpisodes:
     real one, or a :class:`~searchlab.rl.simulated.SimulatedRetriever`
     (``rl.search.backend: simulated``; with no ``rl.search.simulator`` it is
     handed the policy before every rollout); ``distractors`` the (id, contents) pool the noise curriculum draws
-    replacement passages from. ``trajectory_dir``: where the main process keeps
+    replacement passages from. ``renamer`` (``rl.renamed``): the corpus's titles, permuted anew for every
+    draw of a step (:mod:`searchlab.rl.renamed`). ``trajectory_dir``: where the main process keeps
     the episodes of every ``keep_every``-th step (``step-N.jsonl``, rewritten
     identically when a resumed run repeats a step).
     """
 
     def __init__(self, tokenizer, retriever, curriculum: Curriculum, rollout_params: RolloutParams, rl: RLParams,
                  distractors: Sequence[tuple[str, str]] = (), trajectory_dir: Path | None = None,
-                 keep_every: int = 1) -> None:
+                 keep_every: int = 1, renamer: TitleRenamer | None = None) -> None:
         self.tokenizer, self.retriever, self.curriculum = tokenizer, retriever, curriculum
+        self.renamer = renamer
         self.rollout_params, self.rl = rollout_params, rl
         self.distractors = list(distractors)
         self.trajectory_dir, self.keep_every = trajectory_dir, keep_every
@@ -274,6 +279,10 @@ class SearchEpisodes:
     def _play(self, trainer, retriever, step: int, questions: list[dict], draw: int, rank: int) -> list["Group"]:
         """Roll out and score ``num_generations`` episodes of each question (draw ``draw`` of step ``step``)."""
         generations = trainer.num_generations
+        if self.renamer is not None:  # a seed per draw of a step and process: a resumed run renames the same
+            names = self.renamer.permutation(random.Random(f"{self.rl.seed}/{step}/{draw}/{rank}"))
+            questions = [renamed_question(q, names) for q in questions]
+            retriever = RenamedRetriever(retriever, names)
         repeated = [q for q in questions for _ in range(generations)]
         params = training_rollout_params(self.rollout_params, self.rl, step, len(repeated), rank, draw)
         started = time.perf_counter()

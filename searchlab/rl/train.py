@@ -25,6 +25,7 @@ from searchlab.train.common import (
     trainer_settings,
 )
 from searchlab.train.launch import launch, world_size
+from searchlab.train.renaming import corpus_titles
 
 
 def training_questions(questions_jsonl: Path, buckets: list[str]) -> list[dict]:
@@ -113,8 +114,9 @@ def build_trainer(rl: RLParams, rollout: RolloutParams, model, tokenizer, retrie
     distractors = []
     if "noise" in rl.curriculum and rl.search.backend == "real":
         distractors = [(r["id"], r["contents"]) for _, r in iter_jsonl(corpus_jsonl)]
+    renamer = corpus_titles(corpus_jsonl) if rl.renamed else None
     episodes = SearchEpisodes(tokenizer, retriever, curriculum, rollout, rl, distractors, work_dir / "trajectories",
-                              keep_every=max(1, rl.steps // 10))
+                              keep_every=max(1, rl.steps // 10), renamer=renamer)
     trainer = make_search_trainer(rl, model, tokenizer, episodes, checkpoint_dir, callbacks)
     if rl.dev.questions:
         from searchlab.rl.dev import DevScoring

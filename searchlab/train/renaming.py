@@ -21,6 +21,11 @@ from __future__ import annotations
 import random
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from searchlab.corpus.importers import split_contents
+from searchlab.jsonl import iter_jsonl
 
 _TRIES = 20  # random draws for an unused title of the right length before a title is kept as it is
 
@@ -51,10 +56,44 @@ class TitleRenamer:
                     break
         return [self._pattern.sub(lambda m: mapping.get(m.group(0), m.group(0)), text) for text in texts]
 
+    def permutation(self, rng: random.Random) -> "TitlePermutation":
+        """A random bijection of the titles onto themselves, titles of as many words shuffled among themselves."""
+        forward = {}
+        for pool in self._by_words.values():
+            shuffled = list(pool)
+            rng.shuffle(shuffled)
+            forward.update(zip(pool, shuffled))
+        return TitlePermutation(self._pattern, forward, {new: old for old, new in forward.items()})
 
-def rename_demos(demos: list[dict], titles: Iterable[str], copies: int, seed: int) -> list[dict]:
+
+@dataclass(frozen=True)
+class TitlePermutation:
+    """The world with its names shuffled: :meth:`rename` shows a text in it, :meth:`restore` reads one back.
+
+    As every title maps to a title and back, an agent can work entirely in the
+    renamed world (its questions, passages and answers renamed; its queries
+    restored before they are searched) and meet the same facts under other
+    names, so what it remembers of the real world's names is of no use."""
+
+    pattern: re.Pattern
+    forward: dict[str, str]
+    inverse: dict[str, str]
+
+    def rename(self, text: str) -> str:
+        return self.pattern.sub(lambda m: self.forward[m.group(0)], text)
+
+    def restore(self, text: str) -> str:
+        return self.pattern.sub(lambda m: self.inverse[m.group(0)], text)
+
+
+def corpus_titles(corpus_jsonl: Path) -> TitleRenamer:
+    """The renamer of the titles of ``corpus_jsonl``'s passages (their first lines)."""
+    return TitleRenamer(split_contents(r["contents"])[0] for _, r in iter_jsonl(corpus_jsonl))
+
+
+def rename_demos(demos: list[dict], renamer: TitleRenamer, copies: int, seed: int) -> list[dict]:
     """``copies`` renamed copies of each demonstration (prompt and completion renamed together), in order."""
-    renamer, rng = TitleRenamer(titles), random.Random(seed)
+    rng = random.Random(seed)
     out = []
     for _ in range(copies):
         for demo in demos:

@@ -18,8 +18,7 @@ from typing import get_args
 
 from searchlab.agent.protocol import environment_spans
 from searchlab.agent.rollout import chat_prompt, encode_completion, encode_prompt
-from searchlab.corpus.importers import split_contents
-from searchlab.jsonl import iter_jsonl, read_jsonl
+from searchlab.jsonl import read_jsonl
 from searchlab.params import Bucket, ModelParams, SFTParams
 from searchlab.train.common import (
     ProgressLog,
@@ -30,7 +29,7 @@ from searchlab.train.common import (
     trainer_settings,
 )
 from searchlab.train.launch import launch
-from searchlab.train.renaming import rename_demos
+from searchlab.train.renaming import corpus_titles, rename_demos
 
 IGNORE = -100  # the label PyTorch's cross-entropy skips
 SFT_PROGRESS = {"loss": "loss", "eval loss": "eval_loss"}  # the console's line: label -> logged metric
@@ -90,8 +89,7 @@ def demo_datasets(tokenizer, demos_jsonl: Path, max_length: int, renamed_copies:
     if renamed_copies:
         if corpus_jsonl is None:
             raise ValueError("sft.renamed_copies needs the corpus, whose passage titles are swapped")
-        titles = (split_contents(r["contents"])[0] for _, r in iter_jsonl(corpus_jsonl))
-        demos["train"] += rename_demos(demos["train"], titles, renamed_copies, seed)
+        demos["train"] += rename_demos(demos["train"], corpus_titles(corpus_jsonl), renamed_copies, seed)
 
     def encoded(split: str):
         return [encode_demo(tokenizer, d["prompt"], d["completion"], max_length) for d in demos[split]]

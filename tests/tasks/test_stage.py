@@ -223,3 +223,23 @@ def test_status_reports_missing_cached_and_why_stale(root):
     rows = pipeline_status([ALPHA, BETA], changed, root)
     assert rows[0]["state"] == "stale" and rows[0]["why"] == ["param corpus.world.entities: 50 -> 99"]
     assert rows[1]["state"] == "stale" and rows[1]["why"] == ["upstream alpha changed"]
+
+
+def test_the_commit_stamp_is_dirty_for_code_changes_not_for_the_files_a_run_writes(tmp_path):
+    from tasks.outputs import git_commit
+
+    def git(*args):
+        subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True)
+
+    git("init", "-q")
+    for name in ("params.yaml", "dvc.yaml", "code.py"):
+        (tmp_path / name).write_text("a: 1\n")
+    git("add", ".")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init")
+    head = git_commit(tmp_path)
+    assert len(head) == 40
+    (tmp_path / "params.yaml").write_text("a: 2\n")  # another profile's run rewrote them
+    (tmp_path / "dvc.yaml").write_text("a: 2\n")
+    assert git_commit(tmp_path) == head
+    (tmp_path / "code.py").write_text("a: 2\n")
+    assert git_commit(tmp_path) == head + "-dirty"

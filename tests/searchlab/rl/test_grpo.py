@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 
 import pytest
 import torch
@@ -271,3 +272,32 @@ def test_simulated_search_is_the_policy_itself_with_the_noise_curriculum_s_share
 def test_self_search_cannot_run_on_vllm():
     with pytest.raises(ValueError, match="rl.search.simulator"):
         _rl(search={"backend": "simulated"}, use_vllm=True)
+
+
+def test_renamed_episodes_search_the_real_index_and_are_scored_against_renamed_answers(world, tokenizer, tmp_path):
+    from searchlab.rl.renamed import RenamedRetriever, renamed_question
+    from searchlab.train.renaming import corpus_titles
+
+    questions, corpus, retriever = world
+    names = corpus_titles(corpus).permutation(random.Random(3))
+    shown = RenamedRetriever(retriever, names)
+    # a query in the renamed world finds what the real names find, shown under the renamed ones
+    query = f"{names.forward['Marie Curie']} born"
+    real = retriever.search(["Marie Curie born"], 2)[0]
+    seen = shown.search([query], 2)[0]
+    assert [h.id for h in seen] == [h.id for h in real]
+    assert [h.contents for h in seen] == [names.rename(h.contents) for h in real]
+    assert "Marie Curie" not in seen[0].contents or names.forward["Marie Curie"] == "Marie Curie"
+    q = renamed_question({"id": "q4", "question": "Where was Marie Curie born?", "answers": ["Warsaw"]}, names)
+    assert q["answers"] == [names.forward["Warsaw"]] and names.forward["Marie Curie"] in q["question"]
+
+    trainer, _ = build_trainer(_rl(renamed=True), ROLLOUT, _model(tokenizer), tokenizer, retriever, questions, corpus,
+                               tmp_path)
+    trainer._generate_and_score_completions([{"prompt": str(i)} for i in range(6)])
+    last = trainer.episodes.last
+    originals = {json.loads(line)["id"]: json.loads(line) for line in questions.read_text().splitlines()}
+    assert any(q["answers"] != originals[q["id"]]["answers"] for q in last.questions)
+    for episode, question, r in zip(last.episodes, last.questions, last.rewards):
+        assert episode.question == question["question"]  # the agent was asked the renamed question
+        expected = 1.0 if episode.answer is not None and episode.answer.strip() == question["answers"][0] else 0.0
+        assert r.outcome == expected

@@ -52,7 +52,7 @@ def test_renaming_is_seeded_and_keeps_a_title_with_no_other_of_its_length():
 
 def test_renamed_copies_stay_consistent_demonstrations_of_other_entities():
     demos = [_demo("Stimina Rembroumsen", "Althouhelm"), _demo("Lasas Vemez", "Senneby")]
-    copies = rename_demos(demos, PEOPLE + CITIES, copies=2, seed=0)
+    copies = rename_demos(demos, TitleRenamer(PEOPLE + CITIES), copies=2, seed=0)
     assert [c["id"] for c in copies] == ["Stimina Rembroumsen", "Lasas Vemez"] * 2
     for original, copy in zip(demos * 2, copies):
         person = next(p for p in PEOPLE if p in copy["prompt"])
@@ -101,3 +101,17 @@ def test_sft_buckets_keep_only_the_demonstrations_of_those_buckets(tmp_path):
     assert train["input_ids"] == kept
     with pytest.raises(ValueError, match="no training demonstrations in sft.buckets"):
         demo_datasets(tokenizer, demos_jsonl, 512, buckets=["medium-rare"])
+
+
+def test_a_permutation_renames_every_title_into_another_and_restores_it():
+    renamer = TitleRenamer(PEOPLE + CITIES + ORGS)
+    names = renamer.permutation(random.Random(0))
+    assert sorted(names.forward.values()) == sorted(names.forward)  # a bijection of the titles onto themselves
+    assert all(len(new.split()) == len(old.split()) for old, new in names.forward.items())
+    assert sum(old != new for old, new in names.forward.items()) >= 6
+    text = "Lasas Vemez works for Vemez Industries in Senneby; Sennebyan food."
+    shown = names.rename(text)
+    assert names.restore(shown) == text
+    assert shown == (f"{names.forward['Lasas Vemez']} works for {names.forward['Vemez Industries']} in "
+                     f"{names.forward['Senneby']}; Sennebyan food.")
+    assert renamer.permutation(random.Random(0)) == names and renamer.permutation(random.Random(1)) != names

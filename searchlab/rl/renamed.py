@@ -1,0 +1,42 @@
+"""Training episodes in a renamed world (``rl.renamed``): what the policy remembers of the corpus's names cannot pay.
+
+The rl stage trains on the qa stage's training questions, whose answers the
+sft demonstrations already showed (once under their own names). Greedy agent
+EM of the demo's sft policy is 0.49 on training questions it was never RL-trained
+on against 0.33 on held-out ones, and after 60 GRPO steps it answers 29% of
+oblique training questions against 0% before, while held-out oblique stays at
+3%: the reward pays for recalling SFT-seen facts, which does not carry to
+held-out answers (docs/rl.md, "Recall, not reading").
+
+Here every step's episodes play in the world under a random permutation of the
+corpus titles (:meth:`~searchlab.train.renaming.TitleRenamer.permutation`): the
+question, every retrieved passage and the gold answers are renamed, the
+agent's queries are restored before they are searched, so BM25 returns exactly
+the passages the real names would. Only searching and reading the shown
+passages earns the reward.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from searchlab.retrieval.base import Hit, Retriever
+from searchlab.train.renaming import TitlePermutation
+
+
+class RenamedRetriever:
+    """``retriever`` seen through ``names``: queries restored to the corpus's names, passages renamed."""
+
+    def __init__(self, retriever: Retriever, names: TitlePermutation) -> None:
+        self.retriever, self.names = retriever, names
+
+    def search(self, queries: list[str], k: int) -> list[list[Hit]]:
+        results = self.retriever.search([self.names.restore(q) for q in queries], k)
+        return [[dataclasses.replace(hit, contents=self.names.rename(hit.contents)) for hit in hits]
+                for hits in results]
+
+
+def renamed_question(question: dict, names: TitlePermutation) -> dict:
+    """``question`` (a qa record) with its text and gold answers renamed; its ids, evidence and features kept."""
+    return {**question, "question": names.rename(question["question"]),
+            "answers": [names.rename(a) for a in question["answers"]]}
