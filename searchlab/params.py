@@ -1,10 +1,14 @@
 """The params schema: one validated object for the whole pipeline.
 
 A params file (``params/default.yaml`` and its siblings) is YAML with one
-section per stage plus ``tracking`` and ``runtime``. :func:`load_params`
-validates the whole file, after applying ``--set a.b=c`` overrides, before
-anything runs; an unknown or ill-typed key is a :class:`ParamsError` that
-names the file, the dotted key and, where the key came from the file, its line.
+section per stage plus ``tracking`` and ``runtime``. A file may start from
+another with ``extends: OTHER.yaml`` (relative to it; ``extends: schema``, or no
+``extends``, starts from the schema's defaults): its mappings are merged key by
+key into the other's, its lists and scalars replace the other's whole.
+:func:`load_params` merges the chain and validates the result, after applying
+``--set a.b=c`` overrides, before anything runs; an unknown or ill-typed key is
+a :class:`ParamsError` that names the dotted key and, where the key came from a
+file, that file (the parent's, for a key it inherits) and its line.
 
 >>> p = load_params("params/smoke.yaml", ["index.threads=1"])  # doctest: +SKIP
 >>> p.index.threads
@@ -1056,13 +1060,31 @@ class ParamsError(ValueError):
     """A params file or override that does not fit the schema; the message names file, key and line."""
 
 
+#: The value of ``extends:`` that starts a params file from the schema's defaults (as no ``extends:`` does).
+SCHEMA = "schema"
+
+Lines = dict[tuple[str, ...], tuple[Path, int]]  # dotted key -> (the file that writes it, its 1-based line)
+
+
 def load_params(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> Params:
-    """Read a params file, apply ``key.path=value`` overrides, validate everything, return :class:`Params`.
+    """Read a params file (merged over the files it ``extends:``), apply ``key.path=value`` overrides, validate
+    everything, return :class:`Params`.
 
     Override values are parsed as YAML scalars (``3`` is an int, ``true`` a bool,
     ``null`` None, ``[a, b]`` a list), so ``--set`` accepts what the file accepts.
     """
     path = Path(path)
+    raw, lines = _read_chain(path, ())
+    for override in overrides:
+        _apply_override(raw, override, path)
+    try:
+        return Params.model_validate(raw)
+    except ValidationError as err:
+        raise ParamsError(_describe(err, path, lines, overrides)) from None
+
+
+def _read_file(path: Path) -> tuple[dict[str, Any], Lines]:
+    """One params file as it is written: its mapping and the file and line of each key it writes."""
     try:
         text = path.read_text()
     except OSError as err:
@@ -1076,23 +1098,64 @@ def load_params(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -
     if duplicates:  # YAML keeps the last silently: "steps: 2 ... steps: 50" would run 50
         raise ParamsError("\n  ".join([f"{path}: a key is written twice (which one is meant?):", *(
             f"{'.'.join(key)}: line {first} and line {second}" for key, first, second in duplicates)]))
-    lines = _key_lines(document)
     if not isinstance(raw, dict):
         raise ParamsError(f"{path}: the top level must be a mapping of sections")
-    for override in overrides:
-        _apply_override(raw, override, path)
-    try:
-        return Params.model_validate(raw)
-    except ValidationError as err:
-        raise ParamsError(_describe(err, path, lines, overrides)) from None
+    return raw, {key: (path, line) for key, line in _key_lines(document).items()}
 
 
-def key_lines(path: str | Path) -> dict[str, int]:
-    """``{dotted key: line}`` of every key a params file writes (1-based), for messages that point into it; empty
-    for a file that cannot be read or parsed (:func:`load_params` reports that)."""
+def _read_chain(path: Path, children: tuple[Path, ...]) -> tuple[dict[str, Any], Lines]:
+    """``path`` merged over the file it ``extends:`` (and that one over its own, ...), with the file and line of
+    each key of the result; ``children`` are the files that extend ``path``, nearest last (to catch a cycle)."""
+    raw, lines = _read_file(path)
+    if "extends" not in raw:
+        return raw, lines
+    parent_name = raw.pop("extends")
+    line = lines.pop(("extends",))[1]
+    if parent_name is None or parent_name == SCHEMA:
+        return raw, lines
+    if not isinstance(parent_name, str) or not parent_name.strip():
+        raise ParamsError(f"{path}: extends (line {line}): expected the params file this one starts from, relative "
+                          f"to it (e.g. extends: default.yaml), or {SCHEMA!r}; got {parent_name!r}")
+    parent = path.parent / parent_name
+    chain = (*children, path)
+    resolved = [p.resolve() for p in chain]
+    if parent.resolve() in resolved:
+        cycle = [*chain[resolved.index(parent.resolve()):], parent]
+        raise ParamsError(f"{path}: extends (line {line}): params files extend each other in a cycle: "
+                          + " extends ".join(str(p) for p in cycle))
+    if not parent.exists():
+        raise ParamsError(f"{path}: extends (line {line}): {parent}: no such params file")
+    base, base_lines = _read_chain(parent, chain)
+    replaced: set[tuple[str, ...]] = set()
+    merged = _merge(base, raw, (), replaced)
+    # a key the child replaced whole takes its parent's lines below it away; a key both write is the child's
+    kept = {key: where for key, where in base_lines.items()
+            if not any(key[:n] in replaced for n in range(1, len(key) + 1))}
+    return merged, {**kept, **lines}
+
+
+def _merge(base: dict[str, Any], over: dict[str, Any], prefix: tuple[str, ...], replaced: set[tuple[str, ...]]) \
+        -> dict[str, Any]:
+    """``over`` merged into ``base``: mappings key by key, anything else (lists, scalars) replaced whole; the keys
+    ``over`` replaced (rather than merged into) are added to ``replaced``."""
+    merged = dict(base)
+    for key, value in over.items():
+        here = (*prefix, str(key))
+        if isinstance(value, dict) and isinstance(base.get(key), dict):
+            merged[key] = _merge(base[key], value, here, replaced)
+        else:
+            merged[key] = value
+            replaced.add(here)
+    return merged
+
+
+def key_origins(path: str | Path) -> dict[str, tuple[Path, int]]:
+    """``{dotted key: (file, line)}`` of every key of a params file merged over the files it ``extends:`` (a key
+    it inherits is the parent's, with the parent's line), for messages that point at where a value is written;
+    empty for a chain that cannot be read (:func:`load_params` reports that)."""
     try:
-        return {".".join(key): line for key, line in _key_lines(yaml.compose(Path(path).read_text())).items()}
-    except (OSError, yaml.YAMLError):
+        return {".".join(key): where for key, where in _read_chain(Path(path), ())[1].items()}
+    except ParamsError:
         return {}
 
 
@@ -1149,31 +1212,32 @@ def _duplicate_keys(node: yaml.Node | None, prefix: tuple[str, ...] = ()) -> lis
     return found
 
 
-def _describe(err: ValidationError, path: Path, lines: dict[tuple[str, ...], int], overrides) -> str:
+def _describe(err: ValidationError, path: Path, lines: Lines, overrides) -> str:
     """The :class:`ParamsError` message: one line per problem, naming its dotted key and where the value came from
-    (the file and line, the ``--set`` that made it, or both for a cross-field check)."""
+    (the file and line, the ``--set`` that made it, or both for a cross-field check). A key ``path`` inherits
+    through ``extends:`` is named with the file that writes it."""
     problems = []
     for e in err.errors():
         loc = tuple(str(p) for p in e["loc"])
         key = ".".join(loc) or "(top level)"
-        line, from_set = _origin(loc, lines, overrides)
-        where = ", ".join(([f"line {line}"] if line else []) + [f"--set {o}" for o in from_set])
-        if from_set and not line:
+        origin, from_set = _origin(loc, lines, overrides)
+        where = ", ".join(([f"line {origin[1]}"] if origin else []) + [f"--set {o}" for o in from_set])
+        if from_set and not origin:
             where = "from " + where
         message = "unknown key" if e["type"] == "extra_forbidden" else e["msg"].removeprefix("Value error, ")
         if e["type"] != "extra_forbidden" and "input" in e and not isinstance(e["input"], dict):
             message += f", got {e['input']!r}"
         # A problem only the overrides made is not the file's: naming the file would send the reader to it.
-        blame = f"{path}: " if line or not from_set else ""
+        blame = f"{origin[0] if origin else path}: " if origin or not from_set else ""
         problems.append(f"{blame}{key}{f' ({where})' if where else ''}: {message}")
     return "invalid params:\n  " + "\n  ".join(problems)
 
 
-def _origin(loc: tuple[str, ...], lines: dict[tuple[str, ...], int], overrides) -> tuple[int | None, list[str]]:
-    """Where the value at ``loc`` came from: ``(line in the file or None, the --set overrides that made it)``.
+def _origin(loc: tuple[str, ...], lines: Lines, overrides) -> tuple[tuple[Path, int] | None, list[str]]:
+    """Where the value at ``loc`` came from: ``((file, line) or None, the --set overrides that made it)``.
 
     An override counts when it set ``loc`` itself, something inside it (a cross-field check of a section), or
-    something the file does not define on the way to it (``--set nosuch.key=1`` makes the unknown ``nosuch``).
+    something the files do not define on the way to it (``--set nosuch.key=1`` makes the unknown ``nosuch``).
     """
     if not loc:  # the document as a whole: the file's
         return None, []

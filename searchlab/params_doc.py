@@ -57,7 +57,9 @@ fail when this file is stale or a key has no description. -->
 
 A params file (`params/default.yaml`, the embedded demo; `params/smoke.yaml`, a seconds-scale profile for tests;
 their siblings) is YAML with one section per stage plus `tracking` and `runtime`. It may give any subset of keys:
-the rest take the defaults below. An unknown or ill-typed key is an error that names it (with its file and line)
+the rest take the defaults below. With `extends: OTHER.yaml` (a path relative to the file) it starts from that
+file instead and states only its differences: its sections are merged key by key into the other's, its lists and
+values replace the other's whole. An unknown or ill-typed key is an error that names it (with its file and line)
 before anything runs. Only a stage's own sections enter its fingerprint, so changing `index` reruns `index` and
 what depends on it, never `corpus`; keys marked *execution* say how a stage runs, not what it computes, and enter
 no fingerprint. `searchlab run --set KEY=VALUE` (repeatable; `KEY` dotted, e.g. `--set rl.steps=10`, `VALUE`

@@ -21,7 +21,7 @@ import yaml
 from searchlab.corpus.importers import jsonl_records, passage
 from searchlab.eval.benchmarks import BenchmarkError, detect_format, load_benchmark
 from searchlab.jsonl import RecordError
-from searchlab.params import Params, key_lines
+from searchlab.params import Params, key_origins
 from tasks.evaluate import uses_built_in_suites
 from tasks.registry import BY_NAME, plan
 from tasks.stage import Stage
@@ -59,7 +59,7 @@ def preflight(params: Params, params_file: Path, root: Path, targets: list[str] 
               overrides: list[str] | tuple[str, ...] = ()) -> Preflight:
     """Plan the stages for ``targets`` (evaluate and what it needs, if empty) and check their inputs; see the
     module doc. ``overrides`` are the ``--set`` values, so a problem they made is blamed on them."""
-    lines = key_lines(root / params_file)
+    origins = key_origins(root / params_file)
     try:
         stages = plan(targets, params)
     except ValueError as err:
@@ -69,22 +69,24 @@ def preflight(params: Params, params_file: Path, root: Path, targets: list[str] 
     checks = [_coherence, _corpus, _question_files, _models, _context, _accelerate_configs, _externals]
     for check in checks:
         for key, message in check(params, root, names, found.inputs):
-            found.problems.append(Problem(key, message, _where(key, params_file, lines, overrides)))
+            found.problems.append(Problem(key, message, _where(key, root, origins, overrides)))
     for key, message in _machine(params, names):
-        found.problems.append(Problem(key, message, _where(key, params_file, lines, overrides), machine=True))
+        found.problems.append(Problem(key, message, _where(key, root, origins, overrides), machine=True))
     found.problems.sort(key=lambda p: int(p.where.rpartition(" line ")[2] or 0) if " line " in p.where else 0)
     return found
 
 
-def _where(key: str, params_file: Path, lines: dict[str, int], overrides) -> str:
-    """Where ``key`` (or the nearest section above it) is set: a ``--set``, or the params file and line."""
+def _where(key: str, root: Path, origins: dict[str, tuple[Path, int]], overrides) -> str:
+    """Where ``key`` (or the nearest section above it) is set: a ``--set``, or the params file (the one a profile
+    ``extends:``, for a key it inherits) and line."""
     if any(o.partition("=")[0].strip() == key for o in overrides):
         return "--set"
     parts = key.split(".")
     for n in range(len(parts), 0, -1):
-        line = lines.get(".".join(parts[:n]))
-        if line:
-            return f"{params_file} line {line}"
+        origin = origins.get(".".join(parts[:n]))
+        if origin:
+            file, line = origin
+            return f"{file.relative_to(root) if file.is_relative_to(root) else file} line {line}"
     return ""
 
 

@@ -137,3 +137,131 @@ def test_the_bucket_names_are_the_qa_stage_s():
     from searchlab.synth.generate import BUCKETS
 
     assert get_args(Bucket) == BUCKETS
+
+
+# ---------------------------------------------------------------- extends: a profile states its differences
+def _write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def test_a_child_overriding_one_nested_key_keeps_its_parent_s_siblings(tmp_path):
+    _write(tmp_path / "base.yaml", "rl:\n  steps: 7\n  reward: {metric: f1, format_penalty: 0.3}\nindex:\n  threads: 3\n")
+    child = _write(tmp_path / "child.yaml", "extends: base.yaml\nrl:\n  reward:\n    format_penalty: 0.5\n")
+    params = load_params(child)
+    assert params.rl.reward.format_penalty == 0.5
+    assert params.rl.reward.metric == "f1" and params.rl.steps == 7 and params.index.threads == 3
+
+
+def test_lists_and_scalars_replace_the_parent_s_whole(tmp_path):
+    _write(tmp_path / "base.yaml", "rl:\n  curriculum: [sec, noise]\neval:\n  systems: [direct, rag, agent]\n")
+    child = _write(tmp_path / "child.yaml", "extends: base.yaml\nrl:\n  curriculum: [difficulty]\n"
+                                            "eval:\n  systems: [agent]\n")
+    params = load_params(child)
+    assert params.rl.curriculum == ["difficulty"] and params.eval.systems == ["agent"]
+
+
+def test_a_two_level_chain_with_paths_relative_to_each_file_and_overrides_last(tmp_path):
+    _write(tmp_path / "grand.yaml", "index:\n  threads: 3\nretriever:\n  topk: 5\nrl:\n  steps: 11\n")
+    _write(tmp_path / "sub/parent.yaml", "extends: ../grand.yaml\nretriever:\n  topk: 4\nrl:\n  num_generations: 6\n")
+    child = _write(tmp_path / "sub/child.yaml", "extends: parent.yaml\nrl:\n  steps: 12\n")
+    params = load_params(child, ["index.threads=1"])
+    assert (params.index.threads, params.retriever.topk, params.rl.steps, params.rl.num_generations) == (1, 4, 12, 6)
+    assert load_params(child).index.threads == 3
+
+
+def test_extends_schema_or_none_starts_from_the_schema_s_defaults(tmp_path):
+    plain = load_params(_write(tmp_path / "plain.yaml", "index:\n  threads: 3\n"))
+    for value in ("schema", "null"):
+        assert load_params(_write(tmp_path / f"{value}.yaml", f"extends: {value}\nindex:\n  threads: 3\n")) == plain
+
+
+def test_a_bad_key_in_the_parent_is_named_with_the_parent_s_file_and_line(tmp_path):
+    parent = _write(tmp_path / "parent.yaml", "index:\n  threads: 2\n  dense:\n    enabeld: true\n")
+    child = _write(tmp_path / "child.yaml", "extends: parent.yaml\n\nindex:\n  threads: 1\nretriever:\n  topk: many\n")
+    with pytest.raises(ParamsError) as err:
+        load_params(child)
+    assert f"{parent}: index.dense.enabeld (line 4): unknown key" in str(err.value)
+    assert f"{child}: retriever.topk (line 6): " in str(err.value)  # the child's own keys: the child's lines
+
+
+def test_a_bad_value_the_child_replaces_is_no_longer_the_parent_s(tmp_path):
+    parent = _write(tmp_path / "parent.yaml", "retriever:\n  topk: 3\n  max_topk: 5\n")
+    child = _write(tmp_path / "child.yaml", "extends: parent.yaml\nretriever:\n  topk: 9\n")
+    with pytest.raises(ParamsError) as err:  # a cross-field check of a section both write: the child's line
+        load_params(child)
+    assert f"{child}: retriever (line 2): retriever.topk (9) is over retriever.max_topk (5)" in str(err.value)
+    _write(tmp_path / "parent.yaml", "eval:\n  benchmarks: {mine: {path: x.jsonl, format: flashrg}}\n")
+    _write(tmp_path / "child.yaml", "extends: parent.yaml\neval:\n  benchmarks: 3\n")
+    with pytest.raises(ParamsError) as err:
+        load_params(child)
+    assert f"{child}: eval.benchmarks (line 3)" in str(err.value) and str(parent) not in str(err.value)
+
+
+def test_a_cycle_is_an_error_naming_the_files(tmp_path):
+    a = _write(tmp_path / "a.yaml", "extends: b.yaml\n")
+    b = _write(tmp_path / "b.yaml", "index:\n  threads: 1\nextends: a.yaml\n")
+    with pytest.raises(ParamsError) as err:
+        load_params(a)
+    assert f"{b}: extends (line 3): params files extend each other in a cycle: {a} extends {b} extends {a}" \
+           in str(err.value)
+    itself = _write(tmp_path / "self.yaml", "extends: self.yaml\n")
+    with pytest.raises(ParamsError, match="cycle: .*self.yaml extends .*self.yaml"):
+        load_params(itself)
+
+
+def test_a_missing_parent_is_an_error_naming_both_files(tmp_path):
+    child = _write(tmp_path / "child.yaml", "# a comment\nextends: nosuch.yaml\n")
+    with pytest.raises(ParamsError) as err:
+        load_params(child)
+    assert f"{child}: extends (line 2): {tmp_path / 'nosuch.yaml'}: no such params file" in str(err.value)
+    _write(tmp_path / "child.yaml", "extends: [a.yaml]\n")
+    with pytest.raises(ParamsError, match=r"child.yaml: extends \(line 1\): expected the params file"):
+        load_params(child)
+
+
+def test_errors_in_a_parent_file_name_it(tmp_path):
+    _write(tmp_path / "parent.yaml", "rl:\n  steps: 2\n  steps: 3\n")
+    child = _write(tmp_path / "child.yaml", "extends: parent.yaml\n")
+    with pytest.raises(ParamsError, match=r"parent.yaml: a key is written twice.*\n  rl.steps: line 2 and line 3"):
+        load_params(child)
+
+
+def test_extends_cannot_come_from_an_override(tmp_path):
+    _write(tmp_path / "other.yaml", "index:\n  threads: 3\n")
+    with pytest.raises(ParamsError, match=r"extends \(from --set extends=other.yaml\): unknown key"):
+        load_params(_write(tmp_path / "p.yaml", "index:\n  threads: 1\n"), ["extends=other.yaml"])
+
+
+@pytest.mark.parametrize("name, parent", [("smollm2.yaml", "default.yaml"), ("gpu-qwen2.5-3b.yaml", "schema"),
+                                          ("own-data.yaml", "schema")])
+def test_the_shipped_profiles_state_their_differences(name, parent):
+    import yaml
+
+    raw = yaml.safe_load((REPO / "params" / name).read_text())
+    assert raw["extends"] == parent
+    load_params(REPO / "params" / name)
+    assert "extends" not in yaml.safe_load((REPO / "params/default.yaml").read_text())  # the demo: the schema's
+
+
+@pytest.mark.parametrize("name", ["default.yaml", "smollm2.yaml", "gpu-qwen2.5-3b.yaml", "own-data.yaml"])
+def test_a_shipped_profile_writes_no_key_its_parent_already_gives(name):
+    import yaml
+
+    from searchlab.params import Params
+
+    raw = yaml.safe_load((REPO / "params" / name).read_text())
+    parent = raw.pop("extends", "schema")
+    given = flatten((Params() if parent == "schema" else load_params(REPO / "params" / parent)).model_dump(mode="json"))
+    same = [key for key, value in flatten(raw).items() if key in given and given[key] == value]
+    assert same == [], f"params/{name} repeats what {parent} gives: drop these keys"
+
+
+def test_key_origins_name_the_file_each_key_of_a_chain_comes_from(tmp_path):
+    from searchlab.params import key_origins
+
+    parent = _write(tmp_path / "parent.yaml", "rl:\n  steps: 3\n  curriculum: [sec]\n")
+    child = _write(tmp_path / "child.yaml", "extends: parent.yaml\nrl:\n  steps: 4\n")
+    assert key_origins(child) == {"rl": (child, 2), "rl.steps": (child, 3), "rl.curriculum": (parent, 3)}
+    assert key_origins(tmp_path / "absent.yaml") == {}

@@ -69,6 +69,12 @@ def test_five_mistakes_are_all_reported_in_one_run_with_key_and_line(tmp_path):
         assert key in plan.stderr
     run = run_cli(project, "run", "--params", "params/mistakes.yaml", check=False)
     assert run.returncode == 2 and "5 problem(s)" in run.stderr and not (project / "data/corpus").exists()
+    # a profile that extends it: what it inherits is blamed on the file and line that write it
+    (project / "params/child.yaml").write_text("extends: mistakes.yaml\nrl:\n  accelerate_config: null\n")
+    found = preflight(load_params(project / "params/child.yaml"), Path("params/child.yaml"), project)
+    where = {p.key: p.where for p in found.problems}
+    assert where == {"qa.files.geo.path": "params/mistakes.yaml line 5", "rl.curriculum": "params/mistakes.yaml line 9",
+                     "eval.benchmarks.bad": "params/mistakes.yaml line 14", "eval.models": "params/mistakes.yaml line 15"}
 
 
 def test_budgets_that_cannot_fit_the_model_s_positions_are_refused_naming_the_keys(tmp_path):
