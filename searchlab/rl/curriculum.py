@@ -17,8 +17,8 @@ is built from named parts (``kinds``), any subset of:
 * ``"noise"``: ZeroSearch's noise schedule (Sun et al., "ZeroSearch: Incentivize the Search Capability of
   LLMs without Searching", arXiv:2505.04588): the probability that a retrieved document is replaced by a
   distractor rises from ``noise_start`` to ``noise_end`` along an exponential curve, so the agent first
-  learns the protocol on clean results and then learns to cope with bad ones. :class:`NoisyRetriever`
-  applies it, with real passages of the corpus as the distractors.
+  learns the protocol on clean results and then learns to cope with bad ones.
+  :class:`~searchlab.rl.noisy.NoisyRetriever` applies it, with real passages of the corpus as the distractors.
 * ``"clpo"``: CLPO's online curriculum (Zhang et al., "CLPO: Curriculum Learning meets Policy Optimization for
   LLM Reasoning", arXiv:2509.25004). After every step each question drawn is classified by its group's success
   rate: mastered (``>= mastered_at``: drawn with weight ``mastered_weight`` from then on, 0 drops it), too hard
@@ -48,12 +48,11 @@ import random
 from collections.abc import Sequence
 
 from searchlab.params import CLPOParams
-from searchlab.retrieval.base import Hit, Retriever
 from searchlab.rl.restructure import EASIER, NO_CANDIDATE, REPHRASED, Restructured, Restructurer
 from searchlab.scoring import normalize_answer
 from searchlab.synth.generate import BUCKETS
 
-__all__ = ["KINDS", "Curriculum", "NoisyRetriever", "noise_schedule"]
+__all__ = ["KINDS", "Curriculum", "noise_schedule"]
 
 KINDS = ("difficulty", "sec", "noise", "clpo")  # the composable parts a Curriculum can be built from
 SEC_REWARDS = ("advantage", "learnability")  # what an SEC arm is rewarded by (see Curriculum)
@@ -474,74 +473,3 @@ class Curriculum:
             self._add(q)
         self.verdicts = state["verdicts"]
         self.restructured = state["restructured"]
-
-
-class NoisyRetriever:
-    """Wraps a Retriever: each hit is replaced, with probability p, by a random other passage of the corpus
-    (ZeroSearch's noisy documents, here real passages).
-
-    ``passages``: the distractor pool, as :class:`Hit` objects or ``(id, contents)`` pairs. A replacement's id
-    differs from every id the query's results hold (the original hits and the replacements placed so far), so a
-    query never lists a passage twice, and it keeps the replaced hit's score so the ranking reads as before.
-    When the pool has no such passage the hit is kept. ``probability`` may be changed between calls (the
-    trainer sets it from :meth:`Curriculum.noise_probability` each step). ``replaced`` counts the hits replaced
-    so far and ``total`` the hits seen. The generator is the instance's own ``random.Random(seed)``.
-    """
-
-    _TRIES = 32  # random picks before falling back to scanning the pool (only a tiny or exhausted pool needs it)
-
-    def __init__(self, retriever: Retriever, passages: list[Hit] | Sequence[tuple[str, str]], probability: float,
-                 seed: int):
-        self.inner = retriever
-        self.pool: list[tuple[str, str]] = [(p.id, p.contents) if isinstance(p, Hit) else (p[0], p[1])
-                                            for p in passages]
-        self.probability = probability
-        self.rng = random.Random(seed)
-        self.replaced = 0
-        self.total = 0
-
-    @property
-    def probability(self) -> float:
-        """The probability that each hit is replaced, in [0, 1]."""
-        return self._probability
-
-    @probability.setter
-    def probability(self, value: float) -> None:
-        _check_probability("probability", value)
-        self._probability = value
-
-    def search(self, queries: list[str], k: int) -> list[list[Hit]]:
-        """The inner retriever's results for ``queries``, each hit replaced by a distractor with probability p."""
-        if self._probability > 0 and not self.pool:
-            raise ValueError("the distractor pool is empty: NoisyRetriever needs passages to replace hits with")
-        results = self.inner.search(queries, k)
-        self.total += sum(len(hits) for hits in results)
-        if self._probability == 0:
-            return results  # exactly the inner results, and no draws
-        return [self._perturb(hits) for hits in results]
-
-    def _perturb(self, hits: list[Hit]) -> list[Hit]:
-        """One query's hits with each replaced, with probability p, by a passage whose id the query lacks."""
-        taken = {h.id for h in hits}
-        out = []
-        for hit in hits:
-            if self.rng.random() < self._probability:
-                passage = self._distractor(taken)
-                if passage is not None:
-                    taken.add(passage[0])
-                    self.replaced += 1
-                    hit = Hit(passage[0], passage[1], hit.score)
-            out.append(hit)
-        return out
-
-    def _distractor(self, taken: set[str]) -> tuple[str, str] | None:
-        """A random pool passage whose id is not in ``taken``, or ``None`` when there is none."""
-        for _ in range(self._TRIES):
-            passage = self.rng.choice(self.pool)
-            if passage[0] not in taken:
-                return passage
-        free = [p for p in self.pool if p[0] not in taken]
-        return self.rng.choice(free) if free else None
-
-    def close(self) -> None:
-        """Does nothing: the caller owns the inner retriever and closes it."""

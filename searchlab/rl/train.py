@@ -165,11 +165,11 @@ def grpo_config(rl: RLParams, checkpoint_dir: Path, save_total_limit: int | None
 
 def make_search_trainer(rl: RLParams, model, tokenizer, episodes, checkpoint_dir: Path, callbacks: list | None = None,
                         save_total_limit: int | None = 2):
-    """:func:`searchlab.rl.grpo.make_trainer` for ``rl``'s settings (:func:`grpo_config`) with ``episodes`` as its
+    """:func:`searchlab.rl.trainer.make_trainer` for ``rl``'s settings (:func:`grpo_config`) with ``episodes`` as its
     environment."""
     from datasets import Dataset
 
-    from searchlab.rl.grpo import make_trainer
+    from searchlab.rl.trainer import make_trainer
 
     args = grpo_config(rl, checkpoint_dir, save_total_limit)
     # one slot per question drawn, by every process (each draws rl.questions_per_step a step): the environment fills

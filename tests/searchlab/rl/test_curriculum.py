@@ -10,7 +10,8 @@ from collections import Counter
 import pytest
 
 from searchlab.retrieval.base import Hit
-from searchlab.rl.curriculum import Curriculum, NoisyRetriever, noise_schedule
+from searchlab.rl.curriculum import Curriculum, noise_schedule
+from searchlab.rl.noisy import NoisyRetriever
 
 
 def question(qid: str, bucket: str, qtype: str = "single") -> dict:

@@ -1,0 +1,162 @@
+"""The GRPO trainer of the rl and selfplay stages: TRL's ``GRPOTrainer`` plus what its hooks cannot do.
+
+:class:`SearchGRPOTrainer` adds the curriculum's updates, the Stratified GRPO
+and IGPO advantages, LLDS and the likelihood curves, and the curriculum's state
+in every checkpoint (see :mod:`searchlab.rl.grpo` for the rollouts it is fed).
+Its environment is anything that implements :class:`Environment`: the rl
+stage's :class:`~searchlab.rl.grpo.SearchEpisodes` or self-play's
+:class:`~searchlab.selfplay.rounds.SelfPlayRounds`. This module imports TRL,
+which is slow: import it only to build a trainer.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Protocol
+
+import torch
+from accelerate.utils import gather_object
+from trl import GRPOTrainer
+
+from searchlab.agent.protocol import ANSWER_OPEN
+from searchlab.params import RLParams
+from searchlab.rl.advantages import igpo_token_advantages, information_gains, stratified_grpo_advantages, turn_index
+from searchlab.rl.curriculum import Curriculum
+from searchlab.rl.grpo import (
+    CURRICULUM_FILE,
+    StepBatch,
+    check_trl_batch,
+    evaluating,
+    likelihood_metrics,
+    llds_penalty,
+)
+from searchlab.rl.rewards import RewardBreakdown
+
+
+class Environment(Protocol):
+    """What the trainer rolls out and rewards with: one step's episodes, scored, as TRL's ``rollout_func`` and
+    reward function; the last step's batch; the tokenizer; and a curriculum to update (None: none)."""
+
+    tokenizer: Any
+    curriculum: Curriculum | None
+    last: StepBatch | None
+
+    def rollout_func(self, prompts: list, trainer) -> dict[str, list]: ...
+
+    def reward_func(self, prompts, completions, **kwargs) -> list[float]: ...
+
+
+class SearchGRPOTrainer(GRPOTrainer):
+    """``GRPOTrainer`` plus the curriculum's updates, the seeds' estimators, LLDS, the likelihood curves and
+    resumable curriculum state.
+
+    ``episodes`` is the environment: :class:`SearchEpisodes` (the rl stage) or
+    :class:`searchlab.selfplay.rounds.SelfPlayRounds` (self-play, no curriculum: ``curriculum`` None).
+    """
+
+    def __init__(self, *args, episodes: Environment, rl: RLParams, **kwargs) -> None:
+        self.episodes, self.rl = episodes, rl
+        super().__init__(*args, rollout_func=self._checked_rollout, reward_funcs=[episodes.reward_func],
+                         **kwargs)
+
+    def _checked_rollout(self, prompts: list, trainer) -> dict[str, list]:
+        # a broken contract fails here by name, not as a shape or None error deep in TRL's step
+        return check_trl_batch(self.episodes.rollout_func(prompts, trainer),
+                               needs_logprobs=trainer.use_vllm and trainer.vllm_importance_sampling_correction)
+
+    def _generate_and_score_completions(self, inputs):
+        output = super()._generate_and_score_completions(inputs)
+        batch = self.episodes.last
+        generations = self.num_generations
+        rank, local = self.accelerator.process_index, len(batch.episodes)
+        if self.rl.estimator == "stratified":
+            rewards = gather_object([r.total for r in batch.rewards])
+            searches = gather_object([len(e.searches) for e in batch.episodes])
+            advantages = stratified_grpo_advantages(rewards, searches, generations, self.rl.stratified_alpha)
+            output["advantages"] = advantages[rank * local:(rank + 1) * local].to(output["advantages"].device)
+        flat = output["advantages"]
+        if self.rl.estimator == "igpo":
+            output["advantages"] = flat[:, None] + self._information_gain_advantages(batch, output).to(flat.device)
+        if self.episodes.curriculum is not None:
+            self._update_curriculum(batch, flat)
+        if all(isinstance(r, RewardBreakdown) for r in batch.rewards):  # not self-play's role rewards
+            # each row's outcome travels with it through TRL's shuffle and micro-batch split, for the loss
+            output["episode_correct"] = torch.tensor([r.outcome > 0 for r in batch.rewards], device=flat.device)
+        return output
+
+    def _get_per_token_logps_and_entropies(self, model, *args, **kwargs):
+        result = super()._get_per_token_logps_and_entropies(model, *args, **kwargs)
+        if torch.is_grad_enabled():  # the policy's pass inside _compute_loss (the others run without grad)
+            self._policy_logps = result[0]
+        return result
+
+    def _compute_loss(self, model, inputs):
+        loss = super()._compute_loss(model, inputs)
+        mask = inputs["completion_mask"] * inputs.get("tool_mask", 1)  # the model's own tokens
+        logps, old = self._policy_logps, inputs.get("old_per_token_logps")
+        likelihood = {}
+        if "episode_correct" in inputs:
+            likelihood = likelihood_metrics(logps.detach(), mask, inputs["episode_correct"])
+        if self.rl.llds.coef > 0 and old is not None:
+            advantages = inputs["advantages"]
+            if advantages.dim() == 2:  # IGPO's per-token advantages: the trajectory's mean over its own tokens
+                advantages = (advantages * mask).sum(-1) / mask.sum(-1).clamp(min=1)
+            penalty, touched = llds_penalty(logps, old, mask, preserve=advantages >= 0)
+            likelihood.update(touched)
+            likelihood["llds/penalty"] = penalty.item()
+            loss = loss + self.rl.llds.coef * penalty / self.current_gradient_accumulation_steps
+        for name, value in likelihood.items():
+            self._metrics["train"][name].append(value)
+        return loss
+
+    def _information_gain_advantages(self, batch: StepBatch, output: dict) -> torch.Tensor:
+        """IGPO's per-token additions: each searching turn gets the information gain of the block it brought."""
+        mask = output["completion_mask"]
+        if "tool_mask" in output:
+            mask = mask * output["tool_mask"]
+        mask = mask.cpu()
+        model = self.accelerator.unwrap_model(self.model)
+        gains = []
+        with evaluating(model):
+            for e, q in zip(batch.episodes, batch.questions):  # the episode's own tokens: no EOS, no padding
+                gains.append(information_gains(model, self.episodes.tokenizer, e.prompt_ids, e.completion_ids,
+                                               [1 - m for m in e.env_mask], f"{ANSWER_OPEN} {q['answers'][0]}")
+                             .tolist() if e.completion_ids else [])
+        adds = igpo_token_advantages(gains, turn_index(mask), mask, self.rl.igpo_weight)
+        flat_gains = [g for row in gains for g in row]
+        # straight into this step's metrics: the pending ones were flushed before the advantages are made
+        self._metrics["train"]["igpo/mean_gain"].append(sum(flat_gains) / len(flat_gains) if flat_gains else 0.0)
+        return adds
+
+    def _update_curriculum(self, batch: StepBatch, advantages: torch.Tensor) -> None:
+        """Report each question's group outcome and mean |advantage| (all processes') to the curriculum, with
+        the groups dynamic sampling replaced (all advantages zero)."""
+        generations = self.num_generations
+        outcome = [r.outcome for r in batch.rewards]
+        spread = advantages.abs().tolist()
+        groups = range(len(batch.questions) // generations)
+        success = [sum(outcome[g * generations:(g + 1) * generations]) / generations for g in groups]
+        magnitude = [sum(spread[g * generations:(g + 1) * generations]) / generations for g in groups]
+        questions = gather_object(batch.questions[::generations] + [q for q, _ in batch.untrained])
+        success = gather_object(success + [s for _, s in batch.untrained])
+        magnitude = gather_object(magnitude + [0.0] * len(batch.untrained))
+        self.episodes.curriculum.update(batch.step, questions, success, magnitude)
+
+    def _save_checkpoint(self, model, trial):
+        # written before the Trainer's own files: trainer_state.json, written last, marks the checkpoint complete
+        from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
+
+        folder = Path(self.args.output_dir) / f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}"
+        if self.is_world_process_zero() and self.episodes.curriculum is not None:
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / CURRICULUM_FILE).write_text(json.dumps(self.episodes.curriculum.state_dict()))
+        return super()._save_checkpoint(model, trial)
+
+
+def make_trainer(**kwargs: Any) -> SearchGRPOTrainer:
+    """A :class:`SearchGRPOTrainer`; keyword arguments as ``GRPOTrainer``'s plus ``episodes`` and ``rl``."""
+    # TRL warns that rollout_func is experimental; the pinned TRL version is the one this module was checked on
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    return SearchGRPOTrainer(**kwargs)
