@@ -596,7 +596,57 @@ def check_init(init: str, section: str, stages: tuple[str, ...], key: str = "ini
     registry_reference(init)
 
 
-class RLParams(Section):
+class GRPOTrainingParams(Section):
+    """What the rl and selfplay stages share: TRL's GRPO trainer over the agent's episodes, its optimisation, its
+    dev set and what it outputs. A selfplay round is one optimizer step, so "step" reads "round" there."""
+
+    num_generations: int = Field(4, ge=2, description="episodes per question: the GRPO group (in self-play, both "
+                                                      "roles': proposals per seed answer, solver episodes per "
+                                                      "question, whose success rate is s)")
+    grad_accum: int = Field(1, ge=1, description="micro-batches each step's (round's) episodes are split into (one "
+                                                 "optimizer step per rollout batch, less memory per pass)")
+    learning_rate: float = Field(1e-4, gt=0, description="peak learning rate of AdamW with a cosine schedule")
+    warmup_ratio: float = Field(0.0, ge=0, lt=1, description="share of the steps (rounds) the learning rate warms up "
+                                                              "over")
+    max_grad_norm: float = Field(1.0, gt=0, description="gradient clipping norm")
+    temperature: float = Field(1.0, gt=0, description="sampling temperature of the training rollouts (the loss's "
+                                                      "log-probabilities use the same)")
+    loss_type: Literal["grpo", "dr_grpo", "dapo", "bnpo", "cispo", "sapo"] = Field(
+        "grpo", description="TRL's GRPO loss aggregation")
+    scale_rewards: Literal["group", "batch", "none"] = Field("group", description="TRL's reward scaling")
+    beta: float = Field(0.0, ge=0, description="KL coefficient to the starting policy; 0 loads no reference")
+    epsilon: float = Field(0.2, gt=0, description="PPO clip range (lower side)")
+    reward: RewardParams = Field(RewardParams(), description="how an episode is rewarded against its gold answer (in "
+                                                             "self-play, the solver's against the seed answer): "
+                                                             "outcome, format penalty, evidence bonus, hack guards")
+    dev: DevParams = Field(DevParams(), description="a fixed dev set scored at the start and at every checkpoint (every "
+                                                    "round in self-play): greedy EM as evaluation decodes (`dev/em`) "
+                                                    "and sampled EM (`dev/sampled_em`), logged to MLflow and "
+                                                    "`train_log.jsonl`")
+    keep: Literal["last", "best"] = Field("last", description="the policy the stage outputs: `last`, the last step's "
+                                                              "(round's), or `best`, the checkpoint of the best greedy "
+                                                              "dev EM (the first of equals; needs `dev.questions`); the "
+                                                              "manifest records `kept_step`, `dev_em_start`, "
+                                                              "`dev_em_kept`")
+    seed: int = Field(0, description="seed of the question draws (rl's curriculum; self-play's seed answers and "
+                                     "solver questions) and of every step's rollouts")
+    samples: int = Field(100, ge=0, description="held-out questions the trained agent answers after training "
+                                                "(`samples.md`)")
+    use_vllm: bool = Field(False, description="roll out with TRL's colocated vLLM engine (CUDA only: refused on a "
+                                              "machine without it, naming the key)")
+    vllm_gpu_memory_utilization: float = Field(
+        0.3, gt=0, le=1, description="share of GPU memory TRL's colocated vLLM engine may take")
+    threads: int | None = Field(None, ge=1, description="torch threads on a CPU; null: torch's default")
+    num_processes: int | None = Field(None, ge=1, description="training processes (one per GPU); null: as sft")
+    accelerate_config: str | None = Field(None, description="an accelerate config file, relative to the root")
+    activation_checkpointing: bool | None = Field(None, description="recompute activations in the backward pass "
+                                                                  "(less memory, more compute); null: on GPUs only")
+    lora: LoraParams = Field(LoraParams(), description="LoRA adapters for the policy (merged in before it is saved)")
+    registry_name: str = Field("searchlab-agent", description="MLflow registered model the policy becomes a "
+                                                               "version of")
+
+
+class RLParams(GRPOTrainingParams):
     """Curriculum RL: TRL's GRPOTrainer over the agent's own multi-turn search episodes, from ``rl.init``."""
 
     init: str = Field("sft", description="the policy RL starts from: sft, base (the pretrained or tiny model, with "
@@ -605,14 +655,6 @@ class RLParams(Section):
                                          "depends on the stage it names only")
     steps: int = Field(60, ge=1, description="optimizer steps; each rolls out a fresh batch")
     questions_per_step: int = Field(8, ge=1, description="distinct training questions per step (per process)")
-    num_generations: int = Field(4, ge=2, description="episodes per question: the GRPO group")
-    grad_accum: int = Field(1, ge=1, description="micro-batches each step's episodes are split into (one "
-                                                 "optimizer step per rollout batch, less memory per pass)")
-    learning_rate: float = Field(1e-4, gt=0, description="peak learning rate of AdamW with a cosine schedule")
-    warmup_ratio: float = Field(0.0, ge=0, lt=1, description="share of the steps the learning rate warms up over")
-    max_grad_norm: float = Field(1.0, gt=0, description="gradient clipping norm")
-    temperature: float = Field(1.0, gt=0, description="sampling temperature of the training rollouts (the loss's "
-                                                      "log-probabilities use the same)")
     extractive_answers: Literal["free", "masked", "scored"] = Field(
         "free", description="answers of the training rollouts: free, sampled freely; masked, decoded under "
                            "rollout.extractive_answers' constraint (as evaluation decodes them) with the constrained "
@@ -626,11 +668,6 @@ class RLParams(Section):
                                              "corpus's titles, new every step (question, passages and answers "
                                              "renamed, queries restored before searching): recalling the names "
                                              "sft showed cannot earn the reward, only reading can")
-    loss_type: Literal["grpo", "dr_grpo", "dapo", "bnpo", "cispo", "sapo"] = Field(
-        "grpo", description="TRL's GRPO loss aggregation")
-    scale_rewards: Literal["group", "batch", "none"] = Field("group", description="TRL's reward scaling")
-    beta: float = Field(0.0, ge=0, description="KL coefficient to the starting (sft) policy; 0 loads no reference")
-    epsilon: float = Field(0.2, gt=0, description="PPO clip range (lower side)")
     epsilon_high: float | None = Field(None, gt=0, description="upper clip range (DAPO's clip-higher); null: epsilon")
     num_iterations: int = Field(1, ge=1, description="optimizer passes over each rolled-out batch")
     estimator: Literal["grpo", "stratified", "igpo"] = Field(
@@ -639,8 +676,6 @@ class RLParams(Section):
     stratified_alpha: float = Field(0.5, ge=0, le=1, description="Stratified GRPO's blend: alpha·stratified + "
                                                                   "(1 - alpha)·global")
     igpo_weight: float = Field(1.0, ge=0, description="IGPO: weight of a turn's information gain in its advantage")
-    reward: RewardParams = Field(RewardParams(), description="how an episode is rewarded: outcome, format penalty, "
-                                                             "evidence bonus, hack guards")
     buckets: list[Bucket] = Field(default_factory=lambda: ["easy", "medium", "hard"],
                                   description="difficulty buckets RL trains on (DeReason's split with sft.buckets)")
     questions: list[Literal["qa", "selfplay"]] = Field(
@@ -669,32 +704,9 @@ class RLParams(Section):
     search: SearchBackendParams = Field(
         SearchBackendParams(), description="where the training rollouts get their passages: the real retriever or a "
                                            "simulated one")
-    dev: DevParams = Field(DevParams(), description="a fixed dev set scored at the start and at every checkpoint: "
-                                                    "greedy EM as evaluation decodes (`dev/em`) and sampled EM "
-                                                    "(`dev/sampled_em`), logged to MLflow and `train_log.jsonl`")
-    keep: Literal["last", "best"] = Field("last", description="the policy the stage outputs: `last`, the last step's, "
-                                                              "or `best`, the checkpoint of the best greedy dev EM "
-                                                              "(the first of equals; needs `rl.dev.questions`); the "
-                                                              "manifest records `kept_step`, `dev_em_start`, "
-                                                              "`dev_em_kept`")
-    seed: int = Field(0, description="the curriculum's draws and every step's rollout seed")
     save_steps: int = Field(10, ge=1, description="checkpoint every this many steps, in `data/.work/rl/` (the unit of "
                                                   "resume and of dev scoring)")
     logging_steps: int = Field(1, ge=1, description="log metrics every this many steps")
-    samples: int = Field(100, ge=0, description="held-out questions the trained agent answers after training "
-                                                "(`samples.md`)")
-    use_vllm: bool = Field(False, description="roll out with TRL's colocated vLLM engine (CUDA only: refused on a "
-                                              "machine without it, naming the key)")
-    vllm_gpu_memory_utilization: float = Field(
-        0.3, gt=0, le=1, description="share of GPU memory TRL's colocated vLLM engine may take")
-    threads: int | None = Field(None, ge=1, description="torch threads on a CPU; null: torch's default")
-    num_processes: int | None = Field(None, ge=1, description="training processes (one per GPU); null: as sft")
-    accelerate_config: str | None = Field(None, description="an accelerate config file, relative to the root")
-    activation_checkpointing: bool | None = Field(None, description="recompute activations in the backward pass "
-                                                                  "(less memory, more compute); null: on GPUs only")
-    lora: LoraParams = Field(LoraParams(), description="LoRA adapters for the policy (merged in before it is saved)")
-    registry_name: str = Field("searchlab-agent", description="MLflow registered model the policy becomes a "
-                                                               "version of")
     registry_alias: str = Field("rl", description="alias pointed at the newest version")
 
     @model_validator(mode="after")
@@ -732,7 +744,7 @@ class RLParams(Section):
 
 
 # ---------------------------------------------------------------- selfplay
-class SelfPlayParams(Section):
+class SelfPlayParams(GRPOTrainingParams):
     """Search self-play (SSP): the sft policy proposes questions, retrieval verifies them, and it learns to solve them.
 
     Each round is one optimizer step of the rl stage's GRPO trainer over both roles' episodes; the optimisation
@@ -749,8 +761,6 @@ class SelfPlayParams(Section):
     solver_questions: int = Field(4, ge=1, description="verified questions the solver trains on per round (this "
                                                        "round's first, then earlier rounds' kept questions replayed); "
                                                        "groups nothing fills carry no learning signal")
-    num_generations: int = Field(4, ge=2, description="the GRPO group of both roles: proposals per seed answer, "
-                                                      "solver episodes per question (its success rate s)")
     seeds: Literal["names", "values"] = Field("names", description="where seed answers come from: `names` (the names "
                                                                    "of KB entities that another entity's fact points "
                                                                    "to, as in 'founded by X'; all names if the KB has "
@@ -777,40 +787,8 @@ class SelfPlayParams(Section):
     kb_filter: bool = Field(False, description="also reject a question the knowledge base does not confirm (right and "
                                                "unique); uses the KB as a label, so off by default; needs a corpus "
                                                "with `kb.jsonl`")
-    seed: int = Field(0, description="seed of the seed-answer draws, the solver's question draws and the rollouts")
-    learning_rate: float = Field(1e-4, gt=0, description="peak learning rate (as `rl.learning_rate`)")
-    warmup_ratio: float = Field(0.0, ge=0, lt=1, description="share of the rounds the learning rate warms up over (as "
-                                                             "`rl.warmup_ratio`)")
-    max_grad_norm: float = Field(1.0, gt=0, description="gradient clipping norm")
-    temperature: float = Field(1.0, gt=0, description="sampling temperature of both roles' training episodes")
-    loss_type: Literal["grpo", "dr_grpo", "dapo", "bnpo", "cispo", "sapo"] = Field(
-        "grpo", description="TRL's GRPO loss aggregation (as `rl.loss_type`)")
-    scale_rewards: Literal["group", "batch", "none"] = Field(
-        "group", description="TRL's reward scaling (as `rl.scale_rewards`)")
-    beta: float = Field(0.0, ge=0, description="KL coefficient to the sft policy; 0 loads no reference")
-    epsilon: float = Field(0.2, gt=0, description="PPO clip range (as `rl.epsilon`)")
-    grad_accum: int = Field(1, ge=1, description="micro-batches each round's episodes are split into")
-    reward: RewardParams = Field(RewardParams(), description="how the solver's episodes are rewarded, against the "
-                                                             "seed answer (as `rl.reward`)")
     keep_checkpoints: int | None = Field(None, ge=1, description="round checkpoints kept in `data/.work/selfplay/`; "
                                                                  "null: every round's")
-    dev: DevParams = Field(DevParams(), description="the solver's dev EM, scored at the start and after every round "
-                                                    "(as rl.dev)")
-    keep: Literal["last", "best"] = Field("last", description="the policy the stage outputs: the last round's, or "
-                                                              "the round of the best greedy dev EM (needs "
-                                                              "selfplay.dev.questions)")
-    samples: int = Field(100, ge=0, description="held-out questions the trained agent answers after training")
-    threads: int | None = Field(None, ge=1, description="torch threads on a CPU; null: torch's default")
-    num_processes: int | None = Field(None, ge=1, description="training processes (one per GPU)")
-    accelerate_config: str | None = Field(None, description="an accelerate config file, relative to the root")
-    use_vllm: bool = Field(False, description="roll out with TRL's colocated vLLM engine (CUDA machines only)")
-    vllm_gpu_memory_utilization: float = Field(
-        0.3, gt=0, le=1, description="share of GPU memory TRL's colocated vLLM engine may take")
-    activation_checkpointing: bool | None = Field(None, description="recompute activations in the backward pass (less "
-                                                                    "memory, more compute); null: on GPUs only")
-    lora: LoraParams = Field(LoraParams(), description="LoRA adapters for the policy (merged in before it is saved)")
-    registry_name: str = Field("searchlab-agent", description="MLflow registered model the policy becomes a "
-                                                               "version of")
     registry_alias: str = Field("selfplay", description="alias pointed at the newest version")
 
     @model_validator(mode="after")
@@ -835,17 +813,11 @@ class SelfPlayParams(Section):
         return self.solver_questions + (self.proposals_per_round if self.proposer == "policy" else 0)
 
     def as_rl(self) -> "RLParams":
-        """The :class:`RLParams` the rl stage's trainer runs a round with: one step per round, both roles' groups."""
-        return RLParams(
-            steps=self.rounds, questions_per_step=self.trained_groups,
-            num_generations=self.num_generations, grad_accum=self.grad_accum, learning_rate=self.learning_rate,
-            warmup_ratio=self.warmup_ratio, max_grad_norm=self.max_grad_norm, temperature=self.temperature,
-            loss_type=self.loss_type, scale_rewards=self.scale_rewards, beta=self.beta, epsilon=self.epsilon,
-            reward=self.reward, seed=self.seed, save_steps=1, logging_steps=1, samples=self.samples,
-            use_vllm=self.use_vllm, vllm_gpu_memory_utilization=self.vllm_gpu_memory_utilization,
-            threads=self.threads, num_processes=self.num_processes, accelerate_config=self.accelerate_config,
-            activation_checkpointing=self.activation_checkpointing, lora=self.lora, registry_name=self.registry_name,
-            registry_alias=self.registry_alias, dev=self.dev, keep=self.keep)
+        """The :class:`RLParams` the rl stage's trainer runs a round with: one step per round, both roles' groups,
+        and every setting of :class:`GRPOTrainingParams` as self-play's."""
+        shared = {name: getattr(self, name) for name in GRPOTrainingParams.model_fields}
+        return RLParams(**shared, steps=self.rounds, questions_per_step=self.trained_groups, save_steps=1,
+                        logging_steps=1, registry_alias=self.registry_alias)
 
 
 # ---------------------------------------------------------------- evaluation
