@@ -89,14 +89,17 @@ def run(
 
         raise _fail(no_space_message(err, root / params.runtime.data_dir) or f"{type(err).__name__}: {err}") from None
     table = Table(title=f"searchlab run ({time.time() - started:.1f} s)")
-    for column in ("stage", "state", "seconds", "counts"):
+    for column in ("stage", "state", "seconds", "cpu s", "peak RSS", "counts"):
         table.add_column(column)
     for name, row in summary.items():
         state = "[dim]cached[/dim]" if row["cached"] else "[green]computed[/green]"
         # headline counts and measurements only (breakdowns such as rejected.* stay in the manifest and MLflow)
         counts = ", ".join(f"{k}={v}" for k, v in {**row["counts"], **row["measured"]}.items() if "." not in k)
         seconds = "?" if row["seconds"] is None else f"{row['seconds']:.1f}"
-        table.add_row(name, state, seconds, counts)
+        used = row.get("resources") or {}
+        cpu = f"{used['cpu_seconds']:.0f}" if "cpu_seconds" in used else "?"
+        rss = f"{used['peak_rss_mb'] / 1024:.2f} GB" if "peak_rss_mb" in used else "?"
+        table.add_row(name, state, seconds, cpu, rss, counts)
     console.print(table)
     data_dir = root / params.runtime.data_dir
     console.print(f"data:    {data_dir}/{{{','.join(summary)}}}  (manifest.json in each)")
@@ -168,6 +171,15 @@ def _problems_text(problems: list) -> str:
 STATE_COLOUR = {"cached": "green", "stale": "yellow", "missing": "red"}
 
 
+def _built(record: dict | None) -> str:
+    """`  built in 12.3 s (cpu 20 s, peak RSS 1.20 GB)` from a build record; empty without one."""
+    if not record or record.get("seconds") is None:
+        return ""
+    used = record.get("resources") or {}
+    extra = f" (cpu {used['cpu_seconds']:.0f} s, peak RSS {used['peak_rss_mb'] / 1024:.2f} GB)" if used else ""
+    return f"  built in {record['seconds']:.1f} s{extra}"
+
+
 @app.command()
 def status(params_file: ParamsOpt = DEFAULT_PARAMS, overrides: SetOpt = None) -> None:
     """Show each stage the params need as cached, stale or missing, and for stale ones what changed; the stages
@@ -183,7 +195,7 @@ def status(params_file: ParamsOpt = DEFAULT_PARAMS, overrides: SetOpt = None) ->
     except ValueError as err:  # an external input (benchmark file, model folder) is missing
         raise _fail(str(err), 2) from None
     for row in rows:
-        console.print(f"{row['stage']:<12} [{STATE_COLOUR[row['state']]}]{row['state']}[/]")
+        console.print(f"{row['stage']:<12} [{STATE_COLOUR[row['state']]}]{row['state']}[/]{_built(row.get('built'))}")
         for reason in row["why"]:
             console.print(f"{'':<12} {reason}", highlight=False)
         if row["resume_bytes"]:

@@ -78,4 +78,5 @@ def pipeline(params_file: str = "params/default.yaml", overrides: list[str] | No
             if problem:
                 logger.warning(problem)
     return {name: {"cached": r.cached, "fingerprint": r.manifest["fingerprint"], "counts": r.manifest["counts"],
-                   "measured": r.measured, "seconds": r.seconds} for name, r in results.items()}
+                   "measured": r.measured, "seconds": r.seconds,
+                   "resources": r.resources} for name, r in results.items()}

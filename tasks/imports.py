@@ -21,7 +21,8 @@ from functools import cache
 from pathlib import Path
 
 PROJECT_PACKAGES = ("searchlab", "tasks")
-MACHINERY = frozenset({"tasks.stage", "tasks.locking", "tasks.outputs", "tasks.run", "tasks.registry"})
+MACHINERY = frozenset({"tasks.stage", "tasks.locking", "tasks.outputs", "tasks.resources", "tasks.run",
+                       "tasks.registry"})
 
 
 def module_file(name: str) -> Path | None:

@@ -39,6 +39,7 @@ from searchlab.params import Params, flatten
 from searchlab.progress import quiet_libraries
 from tasks.imports import module_file, project_modules
 from tasks.locking import StageLock
+from tasks.resources import ResourceMeter
 from tasks.outputs import (
     content_digest,
     content_hashes,
@@ -183,6 +184,11 @@ class StageResult:
     def measured(self) -> dict[str, Any]:
         return self.record.get("measured", {})
 
+    @property
+    def resources(self) -> dict[str, float]:
+        """The build's ``cpu_seconds``, ``peak_rss_mb`` and ``workers_peak_rss_mb`` (:mod:`tasks.resources`)."""
+        return self.record.get("resources", {})
+
 
 # ------------------------------------------------------------------ fingerprints
 def code_files(stage: Stage) -> list[Path]:
@@ -311,8 +317,9 @@ def _build_and_publish(stage: Stage, ctx: RunContext, inputs: dict[str, Any], fp
     run_id = _start_tracking(stage, ctx, fp, cached=False)
     started = time.time()
     try:
-        counts = stage.build(StageContext(stage.name, ctx.params, ctx.root,
-                                          {n: ctx.data_dir / n for n in stage.needs(ctx.params)}, scratch, resume))
+        with ResourceMeter() as meter:
+            counts = stage.build(StageContext(stage.name, ctx.params, ctx.root,
+                                              {n: ctx.data_dir / n for n in stage.needs(ctx.params)}, scratch, resume))
         files = describe_files(scratch)
         content = content_digest(files, stage.unhashed)
         if _same_output(out, fp, content, stat_cache):
@@ -326,7 +333,7 @@ def _build_and_publish(stage: Stage, ctx: RunContext, inputs: dict[str, Any], fp
                         "content": content}
             record = {"seconds": round(time.time() - started, 3), "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                       "git_commit": ctx.git_commit, "mlflow_run_id": run_id, "prefect_flow_run_id": ctx.flow_run_id,
-                      "measured": measured}
+                      "resources": meter.figures(), "measured": measured}
             write_manifest(scratch, manifest)
             write_build_record(scratch, record)
             # waits until no other run reads the folder this one replaces
@@ -410,9 +417,10 @@ def _cached(stage: Stage, ctx: RunContext, manifest: dict[str, Any]) -> StageRes
 def _metrics(result: StageResult) -> dict[str, float]:
     """A stage run's own figures: its manifest's counts as ``counts/<name>`` (``protocol.searched`` →
     ``counts/protocol/searched``), its build's measurements under their own names (``tokens_per_s``,
-    ``throughput/sft-agent/questions_per_s``), its ``seconds`` and ``output_bytes``."""
+    ``throughput/sft-agent/questions_per_s``), its ``seconds``, CPU time and peak memory, and ``output_bytes``."""
     metrics = {prefix + k.replace(".", "/"): float(v)
-               for prefix, numbers in (("counts/", result.manifest["counts"]), ("", result.measured))
+               for prefix, numbers in (("counts/", result.manifest["counts"]), ("", result.measured),
+                                       ("", result.resources))
                for k, v in numbers.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
     if result.seconds is not None:
         metrics["seconds"] = float(result.seconds)
@@ -446,6 +454,7 @@ def pipeline_metrics(stages: list[Stage], results: dict[str, StageResult], data_
                         if "." not in k and isinstance(v, (int, float)) and not isinstance(v, bool)})
         if result.seconds is not None:
             metrics[f"stages/{stage.name}/seconds"] = float(result.seconds)
+        metrics.update({f"stages/{stage.name}/{k}": float(v) for k, v in result.resources.items()})
         results_file = data_dir / stage.name / (stage.metrics or "")
         if stage.headline and stage.metrics and results_file.is_file():
             metrics.update(stage.headline(json.loads(results_file.read_text())))
@@ -499,7 +508,7 @@ def pipeline_status(stages: list[Stage], params: Params, root: Path) -> list[dic
         work = {"resume_bytes": folder_bytes(own) if own.is_dir() else 0, "abandoned": len(others),
                 "abandoned_bytes": sum(map(folder_bytes, others))}
         if manifest is not None:
-            rows.append({"stage": stage.name, "state": "cached", "why": [], **work})
+            rows.append({"stage": stage.name, "state": "cached", "why": [], "built": read_build_record(out), **work})
             continue
         recorded = read_manifest(out)
         if recorded is None or why.startswith("output is corrupt"):

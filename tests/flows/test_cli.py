@@ -58,13 +58,14 @@ def test_run_status_search_and_param_errors(prefect_server, tmp_path):
     assert "corpus       missing" in missing.stdout and "index        missing" in missing.stdout
 
     first = run_cli(project, "run", "--params", "params/smoke.yaml")
-    assert "computed" in first.stdout and "data:" in first.stdout
+    assert "computed" in first.stdout and "data:" in first.stdout and "peak RSS" in first.stdout
     # the run ends with the evaluation's results: eval.sample is 2 questions, or all of a smaller suite
     singles = min(2, len((project / "data/benchmarks/world-single.jsonl").read_text().splitlines()))
     assert f"| world-single | sft/agent | {singles} |" in first.stdout
 
     cached = run_cli(project, "status", "--params", "params/smoke.yaml")
     assert "corpus       cached" in cached.stdout and "index        cached" in cached.stdout
+    assert "built in" in cached.stdout and "peak RSS" in cached.stdout  # each build's time and memory
 
     stale = run_cli(project, "status", "--params", "params/smoke.yaml", "--set", "corpus.world.seed=5")
     assert "corpus       stale" in stale.stdout

@@ -55,6 +55,9 @@ def test_stage_runs_nested_with_params_metrics_and_cached_link(tmp_path):
     assert client.get_run(producer).data.tags["mlflow.parentRunId"] == first_parent
     assert client.get_run(producer).data.tags["searchlab.cached"] == "false"
     assert client.get_run(producer).data.metrics["counts/items"] == 6
+    # the build's CPU time and peak memory: in its record and its run (this test process holds a few hundred MB)
+    assert set(first["alpha"].resources) == {"cpu_seconds", "peak_rss_mb", "workers_peak_rss_mb"}
+    assert client.get_run(producer).data.metrics["peak_rss_mb"] == first["alpha"].resources["peak_rss_mb"] > 50
     # the results file's numbers are metrics of the run that made it, and of the cached run that used it
     made = client.get_run(first["beta"].record["mlflow_run_id"]).data.metrics
     assert (made["n"], made["threads"]) == (6, 2)
