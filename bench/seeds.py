@@ -38,14 +38,14 @@ T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8:
 def train_sft_seed(p, seed: int, folder: Path, work: Path) -> None:
     """The sft policy of ``seed`` in ``folder`` (unless there already)."""
     from searchlab.train.base import start_model
-    from searchlab.train.sft import run_sft
+    from searchlab.train.sft import SFTJob, run_sft
 
     if (folder / "config.json").is_file():
         return
     data = ROOT / p.runtime.data_dir
     sft = p.sft.model_copy(update={"seed": seed})
-    run_sft(p.model, sft, start_model(data / "base"), data / "qa/demos.jsonl", folder, work, None,
-            data / "corpus/corpus.jsonl")
+    run_sft(SFTJob(model=p.model, sft=sft, start=start_model(data / "base"), demos=data / "qa/demos.jsonl",
+                   out_dir=folder, work_dir=work, corpus=data / "corpus/corpus.jsonl"))
 
 
 def train_rl_seed(p, seed: int, start: Path, folder: Path, work: Path, retriever) -> None:

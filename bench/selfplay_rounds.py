@@ -24,7 +24,7 @@ sys.path.insert(0, str(ROOT))
 
 def main() -> None:
     from searchlab.params import load_params
-    from searchlab.selfplay.train import run_selfplay
+    from searchlab.selfplay.train import SelfPlayJob, run_selfplay
     from tasks.selfplay import proposer
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -40,9 +40,10 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     work.mkdir(parents=True, exist_ok=True)
     stage_dirs = {name: data / name for name in ("base", "sft")}
-    figures = run_selfplay(p.model, p.rollout, p.selfplay, p.qa, data / "sft", data / "corpus", data / "qa",
-                           data / "index", p.section("retriever"), out, work,
-                           proposer=proposer(p, ROOT, stage_dirs))
+    figures = run_selfplay(SelfPlayJob(model=p.model, rollout=p.rollout, selfplay=p.selfplay, qa=p.qa,
+                                       retriever=p.retriever, start=data / "sft", corpus=data / "corpus",
+                                       qa_dir=data / "qa", index=data / "index", out_dir=out, work_dir=work,
+                                       proposer=proposer(p, ROOT, stage_dirs)))
     print(json.dumps(figures))
 
 

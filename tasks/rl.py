@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from searchlab.params import Params
-from searchlab.rl.train import check_device, gather_questions, run_rl
+from searchlab.rl.train import RLJob, check_device, gather_questions, run_rl
 from tasks.sft import sample_trajectories
 from tasks.sources import external_models, resolve, stage_of
 from tasks.stage import Stage, StageContext, registered_as
@@ -31,9 +31,10 @@ def _build(ctx: StageContext) -> dict:
     if simulator is not None:  # the job runs elsewhere: give it the absolute folder
         rl = rl.model_copy(update={"search": rl.search.model_copy(update={"simulator": str(simulator)})})
     start = resolve(p.rl.init, "rl.init", p, ctx.root, ctx.inputs)
-    figures = run_rl(p.model, p.rollout, rl, start, questions, ctx.inputs["corpus"] / "corpus.jsonl",
-                     ctx.inputs["index"], p.section("retriever"), ctx.out_dir, ctx.work_dir, config,
-                     ctx.inputs["qa"] / "dev.jsonl")
+    job = RLJob(model=p.model, rollout=p.rollout, rl=rl, retriever=p.retriever, start=start, questions=questions,
+                corpus=ctx.inputs["corpus"] / "corpus.jsonl", index=ctx.inputs["index"], out_dir=ctx.out_dir,
+                work_dir=ctx.work_dir, dev=ctx.inputs["qa"] / "dev.jsonl")
+    figures = run_rl(job, config)
     return {**counts, **figures, **sample_trajectories(ctx, p.rl.samples, p.rl.seed, "RL")}
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from searchlab.model.gguf import PACKAGED, gguf_file
 from searchlab.params import Params
 from searchlab.rl.train import check_device
-from searchlab.selfplay.train import run_selfplay
+from searchlab.selfplay.train import SelfPlayJob, run_selfplay
 from tasks.sft import sample_trajectories
 from tasks.sources import external_models, resolve, stage_of
 from tasks.stage import Stage, StageContext, registered_as
@@ -24,9 +24,10 @@ def _build(ctx: StageContext) -> dict:
     check_device(p.selfplay.as_rl())
     config = ctx.accelerate_config()
     start = resolve(p.selfplay.init, "selfplay.init", p, ctx.root, ctx.inputs)
-    figures = run_selfplay(p.model, p.rollout, p.selfplay, p.qa, start, ctx.inputs["corpus"],
-                           ctx.inputs["qa"], ctx.inputs["index"], p.section("retriever"), ctx.out_dir, ctx.work_dir,
-                           config, proposer(p, ctx.root, ctx.inputs))
+    job = SelfPlayJob(model=p.model, rollout=p.rollout, selfplay=p.selfplay, qa=p.qa, retriever=p.retriever,
+                      start=start, corpus=ctx.inputs["corpus"], qa_dir=ctx.inputs["qa"], index=ctx.inputs["index"],
+                      out_dir=ctx.out_dir, work_dir=ctx.work_dir, proposer=proposer(p, ctx.root, ctx.inputs))
+    figures = run_selfplay(job, config)
     return {**figures, **sample_trajectories(ctx, p.selfplay.samples, p.selfplay.seed, "self-play")}
 
 

@@ -17,7 +17,7 @@ from searchlab.model import load_agent
 from searchlab.params import RolloutParams
 from searchlab.retrieval import open_retriever
 from searchlab.train.base import start_model
-from searchlab.train.sft import run_sft
+from searchlab.train.sft import SFTJob, run_sft
 from tasks.stage import Stage, StageContext, registered_as
 
 log = logging.getLogger("searchlab.sft")
@@ -27,8 +27,9 @@ def _build(ctx: StageContext) -> dict:
     p, demos, corpus = ctx.params, ctx.inputs["qa"] / "demos.jsonl", ctx.inputs["corpus"] / "corpus.jsonl"
     warn_if_turns_fall_short(demos, p.rollout)
     config = ctx.accelerate_config()
-    figures = run_sft(p.model, p.sft, start_model(ctx.inputs["base"]), demos, ctx.out_dir, ctx.work_dir, config,
-                      corpus)
+    job = SFTJob(model=p.model, sft=p.sft, start=start_model(ctx.inputs["base"]), demos=demos, out_dir=ctx.out_dir,
+                 work_dir=ctx.work_dir, corpus=corpus)
+    figures = run_sft(job, config)
     return {**figures, **sample_trajectories(ctx, p.sft.samples, p.sft.seed, "SFT")}
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from searchlab.jsonl import iter_jsonl, read_jsonl, write_jsonl
-from searchlab.params import ModelParams, RLParams, RolloutParams
+from searchlab.params import ModelParams, RetrieverParams, RLParams, RolloutParams
 from searchlab.rl.curriculum import Curriculum
 from searchlab.rl.restructure import clpo_restructurer
 from searchlab.train.common import (
@@ -24,7 +24,7 @@ from searchlab.train.common import (
     train_and_save,
     trainer_settings,
 )
-from searchlab.train.launch import launch, world_size
+from searchlab.train.launch import Job, launch, world_size
 from searchlab.train.renaming import corpus_titles
 
 
@@ -65,19 +65,26 @@ def gather_questions(sources: dict[str, Path], out: Path) -> dict[str, int]:
     return counts
 
 
-def run_rl(model: ModelParams, rollout: RolloutParams, rl: RLParams, start: Path, questions_jsonl: Path,
-           corpus_jsonl: Path, index_dir: Path, retriever: dict, out_dir: Path, work_dir: Path,
-           accelerate_config: str | None = None, dev_jsonl: Path | None = None) -> dict:
-    """:func:`train_rl` of the policy at ``start`` in ``rl.num_processes`` processes; returns its figures.
+class RLJob(Job):
+    """An rl training job (:func:`run_rl`; its worker is :mod:`searchlab.rl.job`): :func:`train_rl` of the policy
+    at ``start`` on the questions of ``questions``."""
 
-    ``retriever`` is the ``retriever`` params section as data (each process
-    opens its own retriever over ``index_dir``); ``dev_jsonl`` the questions ``rl.dev`` scores.
-    """
-    job = {"model": model.model_dump(mode="json"), "rollout": rollout.model_dump(mode="json"),
-           "rl": rl.model_dump(mode="json"), "retriever": retriever, "start": str(start),
-           "questions": str(questions_jsonl), "corpus": str(corpus_jsonl), "index": str(index_dir),
-           "out_dir": str(out_dir), "work_dir": str(work_dir), "dev": str(dev_jsonl) if dev_jsonl else None}
-    return launch("searchlab.rl.job", job, work_dir, rl.num_processes, accelerate_config)
+    model: ModelParams
+    rollout: RolloutParams
+    rl: RLParams
+    retriever: RetrieverParams  # each process opens its own retriever over ``index``
+    start: Path  # the policy's model folder
+    questions: Path  # the training questions (gather_questions)
+    corpus: Path  # corpus.jsonl: noise distractors, renamed titles; its folder holds clpo's KB
+    index: Path
+    out_dir: Path
+    work_dir: Path  # the job file, checkpoints and trajectories: a rerun resumes from here
+    dev: Path | None = None  # the questions rl.dev scores
+
+
+def run_rl(job: RLJob, accelerate_config: str | None = None) -> dict:
+    """:func:`train_rl` of ``job`` in ``job.rl.num_processes`` processes; returns its figures."""
+    return launch("searchlab.rl.job", job, job.work_dir, job.rl.num_processes, accelerate_config)
 
 
 def check_device(rl: RLParams) -> None:
@@ -102,11 +109,7 @@ def build_trainer(rl: RLParams, rollout: RolloutParams, model, tokenizer, retrie
     # clpo rewrites questions over the corpus's KB: refused before any work when the corpus has none
     restructurer = clpo_restructurer(rl.curriculum, rl.clpo, corpus_jsonl.parent)
     questions = training_questions(questions_jsonl, rl.buckets)
-    d, s, n = rl.difficulty, rl.sec, rl.noise
-    curriculum = Curriculum(questions, rl.curriculum, rl.seed, rl.steps, advance_at=d.advance_at, window=d.window,
-                            replay=d.replay, sec_alpha=s.alpha, sec_temperature=s.temperature, sec_reward=s.reward,
-                            noise_start=n.start, noise_end=n.end, noise_base=n.base, clpo=rl.clpo,
-                            restructurer=restructurer)
+    curriculum = Curriculum.from_params(questions, rl, restructurer=restructurer)
     resume = resume_point(checkpoint_dir)
     load_curriculum_state(curriculum, resume)
     if rl.search.backend == "simulated":

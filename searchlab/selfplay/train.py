@@ -16,34 +16,45 @@ import logging
 from pathlib import Path
 
 from searchlab.jsonl import read_jsonl, write_jsonl
-from searchlab.params import ModelParams, QAParams, RolloutParams, SelfPlayParams
+from searchlab.params import ModelParams, QAParams, RetrieverParams, RolloutParams, SelfPlayParams
 from searchlab.rl.train import dev_figures, make_search_trainer
 from searchlab.scoring import normalize_answer
 from searchlab.selfplay.rounds import SelfPlayRounds, round_file, round_summary
 from searchlab.selfplay.seeds import seed_answers
 from searchlab.train.common import ProgressLog, resume_point, train_and_save
-from searchlab.train.launch import launch
+from searchlab.train.launch import Job, launch
 
 log = logging.getLogger("searchlab.selfplay")
 
 PROGRESS = {"reward": "reward", "verified": "selfplay/verified_share", "solver": "selfplay/solver_success"}
 
 
-def run_selfplay(model: ModelParams, rollout: RolloutParams, selfplay: SelfPlayParams, qa: QAParams, start: Path,
-                 corpus_dir: Path, qa_dir: Path, index_dir: Path, retriever: dict, out_dir: Path, work_dir: Path,
-                 accelerate_config: str | None = None, proposer: str | None = None) -> dict:
-    """:func:`train_selfplay` of the policy at ``start`` in ``selfplay.num_processes`` processes; its figures.
+class SelfPlayJob(Job):
+    """A selfplay training job (:func:`run_selfplay`; its worker is :mod:`searchlab.selfplay.job`):
+    :func:`train_selfplay` of the policy at ``start``."""
 
-    ``proposer``: what :func:`searchlab.model.load_model` loads as the frozen proposer (a folder, a GGUF file or
-    a packaged checkpoint's name); None when the policy proposes."""
-    if selfplay.kb_filter and not (Path(corpus_dir) / "kb.jsonl").is_file():
-        raise ValueError(f"selfplay.kb_filter is on, but the corpus has no knowledge base ({corpus_dir}/kb.jsonl); "
+    model: ModelParams
+    rollout: RolloutParams
+    selfplay: SelfPlayParams
+    qa: QAParams  # which answers are held out (never seeds)
+    retriever: RetrieverParams  # each process opens its own retriever over ``index``
+    start: Path  # the policy's model folder
+    corpus: Path  # the corpus folder: the seed answers, and kb.jsonl for the KB check
+    qa_dir: Path  # the qa stage's folder: the questions novelty is measured against, dev.jsonl
+    index: Path
+    out_dir: Path
+    work_dir: Path  # the job file, round checkpoints and rounds: a rerun resumes from here
+    # what searchlab.model.load_model loads as the frozen proposer (a folder, a GGUF file or a packaged
+    # checkpoint's name); None when the policy proposes
+    proposer: str | None = None
+
+
+def run_selfplay(job: SelfPlayJob, accelerate_config: str | None = None) -> dict:
+    """:func:`train_selfplay` of ``job`` in ``job.selfplay.num_processes`` processes; its figures."""
+    if job.selfplay.kb_filter and not (job.corpus / "kb.jsonl").is_file():
+        raise ValueError(f"selfplay.kb_filter is on, but the corpus has no knowledge base ({job.corpus}/kb.jsonl); "
                          f"turn it off for a corpus without one")
-    job = {"model": model.model_dump(mode="json"), "rollout": rollout.model_dump(mode="json"),
-           "selfplay": selfplay.model_dump(mode="json"), "qa": qa.model_dump(mode="json"), "retriever": retriever,
-           "start": str(start), "corpus": str(corpus_dir), "qa_dir": str(qa_dir), "index": str(index_dir),
-           "out_dir": str(out_dir), "work_dir": str(work_dir), "proposer": proposer and str(proposer)}
-    return launch("searchlab.selfplay.job", job, work_dir, selfplay.num_processes, accelerate_config)
+    return launch("searchlab.selfplay.job", job, job.work_dir, job.selfplay.num_processes, accelerate_config)
 
 
 def known_questions(qa_dir: Path) -> set[str]:

@@ -28,9 +28,24 @@ from searchlab.jsonl import iter_jsonl
 from searchlab.model import bootstrap_tiny, pick_dtype
 from searchlab.model.gguf import convert_gguf, gguf_file
 from searchlab.params import ModelParams
-from searchlab.train.launch import launch
+from searchlab.train.launch import Job, launch
 
 POINTER = "base.json"  # in a base folder that holds no model: {"name_or_path": ...}
+
+
+class PretrainJob(Job):
+    """The tiny model's pretraining job (:func:`build_base`; its worker is :mod:`searchlab.train.pretrain_job`):
+    :func:`searchlab.train.pretrain.pretrain_lm` of the model at ``start`` on ``corpus``."""
+
+    model: ModelParams  # model.tiny.pretrain and model.tiny.seed: how it pretrains
+    start: Path  # the freshly initialised model's folder
+    corpus: Path  # corpus.jsonl
+    out_dir: Path
+    work_dir: Path  # the job file and the checkpoints (checkpoint_dir): a rerun resumes from them
+
+    @property
+    def checkpoint_dir(self) -> Path:
+        return self.work_dir / "pretrain-checkpoints"
 
 
 def build_base(model: ModelParams, corpus_jsonl: Path | None, demos_jsonl: Path | None, out_dir: Path,
@@ -55,8 +70,7 @@ def build_base(model: ModelParams, corpus_jsonl: Path | None, demos_jsonl: Path 
     if model.tiny.pretrain.epochs == 0:
         shutil.copytree(initial, out_dir, dirs_exist_ok=True)
         return {}
-    job = {"model": model.model_dump(mode="json"), "start": str(initial), "corpus": str(corpus_jsonl),
-           "out_dir": str(out_dir), "checkpoint_dir": str(work_dir / "pretrain-checkpoints")}
+    job = PretrainJob(model=model, start=initial, corpus=corpus_jsonl, out_dir=out_dir, work_dir=work_dir)
     figures = launch("searchlab.train.pretrain_job", job, work_dir)
     return {f"pretrain_{name}": value for name, value in figures.items()}
 

@@ -1,8 +1,10 @@
 """Run a training job under ``accelerate launch``: one process per device, DeepSpeed or FSDP by accelerate config.
 
-The stage process never trains in-process: :func:`launch` writes the job as
-JSON, starts ``accelerate launch -m <worker module> <job file>`` and waits. The
-single-CPU demo and an 8-GPU DeepSpeed run take the same path; only
+The stage process never trains in-process: :func:`launch` writes the job (a
+:class:`Job` record of the worker's kind, e.g. :class:`searchlab.rl.train.RLJob`)
+as JSON, starts ``accelerate launch -m <worker module> <job file>`` and waits;
+the worker reads it back with :func:`run_job`, which validates it as that kind.
+The single-CPU demo and an 8-GPU DeepSpeed run take the same path; only
 ``num_processes`` and the accelerate config file differ.
 
 A worker must die with the process that launched it: a ``kill -9`` of the stage
@@ -14,11 +16,11 @@ ends it when the pipe reaches end-of-file.
 
 A worker's ``searchlab`` log records (e.g. RL's ``rl: step k/N … ETA``) reach
 the launching process: :func:`run_job` writes the main process's to
-``job["progress"]``, and :func:`launch` re-logs each line there under its
+``job.progress``, and :func:`launch` re-logs each line there under its
 logger's name, so they show on the console and in Prefect like the stage's own.
 
 A worker that fails says why: :func:`run_job` writes the traceback of the
-exception that ends it to ``job["error"]``, and :class:`LaunchError` carries
+exception that ends it to ``job.error``, and :class:`LaunchError` carries
 its last lines, so a stage's failure names the real cause (a bad demos file, a
 full disk) rather than only accelerate's exit status.
 """
@@ -37,7 +39,9 @@ import threading
 import traceback
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ConfigDict
 
 from searchlab.files import is_no_space
 from searchlab.progress import quiet_libraries
@@ -49,9 +53,30 @@ class LaunchError(RuntimeError):
     """A launched training job failed; the message names its exit status, the worker's exception and the command."""
 
 
-def launch(module: str, job: dict[str, Any], job_dir: Path, num_processes: int | None = None,
+class Job(BaseModel):
+    """The job file a worker reads: the fields :func:`launch` sets, which :func:`run_job` follows.
+
+    Each kind of job is a subclass that names its own fields (the params
+    sections it trains with, its folders and files), so they are typed and
+    validated once, where the stage builds the record; the worker reads the
+    same record back (:func:`run_job`). A record's creator leaves these four
+    fields unset: :func:`launch` fills them in.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    result: Path | None = None  # the figures the worker's main process writes when it succeeds (JSON)
+    error: Path | None = None  # the traceback of a worker that fails
+    progress: Path | None = None  # the main process's searchlab log records, one per line (LOG_FIELDS)
+    exit_with_launcher: bool = False  # end the worker when the launching process is gone (exit_with_launcher())
+
+
+JobT = TypeVar("JobT", bound=Job)
+
+
+def launch(module: str, job: Job, job_dir: Path, num_processes: int | None = None,
            config_file: str | None = None) -> dict[str, Any]:
-    """Run ``python -m module JOB_FILE`` under ``accelerate launch``; return what the job wrote to ``job["result"]``.
+    """Run ``python -m module JOB_FILE`` under ``accelerate launch``; return what the job wrote to ``job.result``.
 
     ``job`` is written to ``job_dir/job.json`` with ``result`` set to
     ``job_dir/result.json``, which the worker's main process writes when it
@@ -71,8 +96,8 @@ def launch(module: str, job: dict[str, Any], job_dir: Path, num_processes: int |
     for stale in (result, error, progress, no_space):
         stale.unlink(missing_ok=True)
     job_file = job_dir / "job.json"
-    job_file.write_text(json.dumps({**job, "result": str(result), "error": str(error), "progress": str(progress),
-                                    "exit_with_launcher": True}, indent=1))
+    job_file.write_text(job.model_copy(update={"result": result, "error": error, "progress": progress,
+                                               "exit_with_launcher": True}).model_dump_json(indent=1))
     command = [sys.executable, "-m", "accelerate.commands.launch"]
     if config_file:
         command += ["--config_file", str(config_file)] + (["--num_processes", str(num_processes)] if num_processes
@@ -115,9 +140,9 @@ def launch(module: str, job: dict[str, Any], job_dir: Path, num_processes: int |
     return json.loads(result.read_text())
 
 
-NO_SPACE_SUFFIX = ".no-space"  # beside job["error"]: the worker failed because a disk filled up
+NO_SPACE_SUFFIX = ".no-space"  # beside job.error: the worker failed because a disk filled up
 
-LOG_FIELDS = "%(name)s\t%(levelno)s\t%(message)s"  # one worker log record per line of job["progress"]
+LOG_FIELDS = "%(name)s\t%(levelno)s\t%(message)s"  # one worker log record per line of job.progress
 
 
 class _OneLineFormatter(logging.Formatter):
@@ -146,36 +171,41 @@ def _relay_logs(path: Path, done: threading.Event) -> None:
         done.wait(0.5)
 
 
-def run_job(main: Callable[[dict[str, Any]], None], job_file: str) -> None:
+def run_job(main: Callable[[JobT], None], job_file: str, kind: type[JobT] = Job) -> None:
     """What a worker module runs as ``__main__``: ``main(job)`` for the job :func:`launch` wrote to ``job_file``.
 
-    Follows ``exit_with_launcher``; if ``main`` raises, the traceback goes to
-    ``job["error"]`` before the exception ends the process. Of several
-    processes that fail, the first to write is kept: the others usually fail
-    because it did (a collective operation whose peer is gone).
+    ``job`` is the file read back as a ``kind`` record (``kind.model_validate_json``).
+    Follows ``exit_with_launcher``; if ``main`` raises (or the file is not a
+    valid ``kind``), the traceback goes to ``job.error`` before the exception
+    ends the process. Of several processes that fail, the first to write is
+    kept: the others usually fail because it did (a collective operation whose
+    peer is gone).
     """
-    job = json.loads(Path(job_file).read_text())
-    if job.get("exit_with_launcher"):
+    text = Path(job_file).read_text()
+    # the launcher's fields first, so that a record that fails to validate is reported like any failure
+    fields = json.loads(text)
+    launcher = Job.model_validate({name: fields[name] for name in Job.model_fields if name in fields})
+    if launcher.exit_with_launcher:
         exit_with_launcher()
-    if job.get("progress") and os.environ.get("RANK", "0") == "0":
+    if launcher.progress and os.environ.get("RANK", "0") == "0":
         # the main process's searchlab records go to the launcher (see _relay_logs); line-buffered, so each
         # record is whole in the file as soon as it is written
-        handler = logging.StreamHandler(open(job["progress"], "a", encoding="utf-8", buffering=1))
+        handler = logging.StreamHandler(open(launcher.progress, "a", encoding="utf-8", buffering=1))
         handler.setFormatter(_OneLineFormatter(LOG_FIELDS))
         package = logging.getLogger("searchlab")
         package.addHandler(handler)
         package.setLevel(logging.INFO)
     try:
-        main(job)
+        main(kind.model_validate_json(text))
     except BaseException as err:
-        if job.get("error") and is_no_space(err):
+        if launcher.error and is_no_space(err):
             try:  # an empty file: it needs no free block, where the report below may find none
-                Path(job["error"]).with_suffix(NO_SPACE_SUFFIX).touch()
+                launcher.error.with_suffix(NO_SPACE_SUFFIX).touch()
             except OSError:
                 pass
-        if job.get("error"):
+        if launcher.error:
             try:
-                with open(job["error"], "x") as f:
+                with open(launcher.error, "x") as f:
                     f.write(traceback.format_exc())
             except OSError:  # another process's report is there already, or the disk is full: the output still has it
                 pass

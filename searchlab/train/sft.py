@@ -28,7 +28,7 @@ from searchlab.train.common import (
     train_and_save,
     trainer_settings,
 )
-from searchlab.train.launch import launch
+from searchlab.train.launch import Job, launch
 from searchlab.train.renaming import corpus_titles, rename_demos
 
 IGNORE = -100  # the label PyTorch's cross-entropy skips
@@ -97,19 +97,29 @@ def demo_datasets(tokenizer, demos_jsonl: Path, max_length: int, renamed_copies:
     return Dataset.from_list(encoded("train")), Dataset.from_list(encoded("dev")) if demos["dev"] else None
 
 
-def run_sft(model: ModelParams, params: SFTParams, start: str, demos_jsonl: Path, out_dir: Path, work_dir: Path,
-            accelerate_config: str | None = None, corpus_jsonl: Path | None = None) -> dict:
-    """:func:`train_sft` of the model at ``start`` in ``params.num_processes`` processes under ``accelerate launch``.
+class SFTJob(Job):
+    """An sft training job (:func:`run_sft`; its worker is :mod:`searchlab.train.sft_job`): :func:`train_sft` of
+    the model at ``start`` on the demonstrations of ``demos``."""
 
-    ``start`` is the base stage's model (:func:`searchlab.train.base.start_model`);
-    the titles of ``corpus_jsonl`` serve ``sft.renamed_copies``. Checkpoints go
-    to ``work_dir`` (a rerun resumes from them); returns the figures of :func:`train_sft`.
+    model: ModelParams
+    sft: SFTParams
+    start: str  # the base stage's model (searchlab.train.base.start_model): a folder or a checkpoint's name
+    demos: Path
+    out_dir: Path
+    work_dir: Path  # the job file and the checkpoints (checkpoint_dir): a rerun resumes from them
+    corpus: Path | None = None  # corpus.jsonl, whose passage titles serve sft.renamed_copies
+
+    @property
+    def checkpoint_dir(self) -> Path:
+        return self.work_dir / "checkpoints"
+
+
+def run_sft(job: SFTJob, accelerate_config: str | None = None) -> dict:
+    """:func:`train_sft` of ``job`` in ``job.sft.num_processes`` processes under ``accelerate launch``.
+
+    Checkpoints go to ``job.work_dir`` (a rerun resumes from them); returns the figures of :func:`train_sft`.
     """
-    job = {"model": model.model_dump(mode="json"), "sft": params.model_dump(mode="json"), "start": start,
-           "demos": str(demos_jsonl), "out_dir": str(out_dir), "work_dir": str(work_dir),
-           "checkpoint_dir": str(work_dir / "checkpoints"),
-           "corpus": str(corpus_jsonl) if corpus_jsonl is not None else None}
-    return launch("searchlab.train.sft_job", job, work_dir, params.num_processes, accelerate_config)
+    return launch("searchlab.train.sft_job", job, job.work_dir, job.sft.num_processes, accelerate_config)
 
 
 def train_sft(params: SFTParams, model, tokenizer, demos_jsonl: Path, out_dir: Path, checkpoint_dir: Path,

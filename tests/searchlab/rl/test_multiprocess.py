@@ -45,16 +45,16 @@ import pytest
 
 from searchlab.jsonl import read_jsonl
 from searchlab.params import ModelParams, QAParams, RetrieverParams, RLParams, RolloutParams, SelfPlayParams
-from searchlab.rl.train import run_rl
+from searchlab.rl.train import RLJob, run_rl
 from searchlab.scoring import normalize_answer
-from searchlab.selfplay.train import run_selfplay
+from searchlab.selfplay.train import SelfPlayJob, run_selfplay
 from tests.searchlab.agent.test_rollout import DOCS, make_model, make_tokenizer
 from tests.searchlab.rl.test_grpo import QUESTIONS, SEED
 
 pytestmark = pytest.mark.slow  # four accelerate launches of real training: a minute or more on two cores
 
 PROCESSES = 2
-RETRIEVER = RetrieverParams(threads=1, topk=2).model_dump(mode="json")
+RETRIEVER = RetrieverParams(threads=1, topk=2)
 QA = QAParams(heldout_share=0.0)
 
 # the seed answers of self-play (the titles of its corpus) and what the scripted proposer asks for each
@@ -176,8 +176,9 @@ def _rl(processes: int) -> RLParams:
 
 def _train_rl(world: Path, out: Path, processes: int) -> tuple[dict, float]:
     started = time.perf_counter()
-    figures = run_rl(ModelParams(), ROLLOUT, _rl(processes), world / "policy", world / "train.jsonl",
-                     world / "corpus.jsonl", world / "index", RETRIEVER, out / "out", out / "work")
+    figures = run_rl(RLJob(model=ModelParams(), rollout=ROLLOUT, rl=_rl(processes), retriever=RETRIEVER,
+                           start=world / "policy", questions=world / "train.jsonl", corpus=world / "corpus.jsonl",
+                           index=world / "index", out_dir=out / "out", work_dir=out / "work"))
     return figures, time.perf_counter() - started
 
 
@@ -228,9 +229,10 @@ SELFPLAY_ROLLOUT = RolloutParams(max_new_tokens=40, max_turns=3, topk=2, max_inf
 
 def _play(world: Path, out: Path, processes: int) -> tuple[dict, float]:
     started = time.perf_counter()
-    figures = run_selfplay(ModelParams(trust_remote_code=True), SELFPLAY_ROLLOUT, _selfplay(processes), QA,
-                           world / "scripted", world / "selfplay-corpus", world / "qa", world / "index", RETRIEVER,
-                           out / "out", out / "work")
+    figures = run_selfplay(SelfPlayJob(model=ModelParams(trust_remote_code=True), rollout=SELFPLAY_ROLLOUT,
+                                       selfplay=_selfplay(processes), qa=QA, retriever=RETRIEVER,
+                                       start=world / "scripted", corpus=world / "selfplay-corpus", qa_dir=world / "qa",
+                                       index=world / "index", out_dir=out / "out", work_dir=out / "work"))
     return figures, time.perf_counter() - started
 
 

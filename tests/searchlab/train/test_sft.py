@@ -30,7 +30,7 @@ from searchlab.train.common import resume_point
 from searchlab.train.launch import LaunchError
 from searchlab.train.pretrain import copy_accuracy, pretraining_examples
 from searchlab.train.base import build_base, start_model
-from searchlab.train.sft import IGNORE, encode_demo, run_sft, train_sft
+from searchlab.train.sft import IGNORE, SFTJob, encode_demo, run_sft, train_sft
 
 CITIES = ["Kelmora", "Vosshorby", "Althouhelm", "Rimkoulford", "Halkrelt", "Basrourn"]
 
@@ -147,7 +147,8 @@ def test_a_failing_worker_s_exception_is_in_the_launch_error(demos, base_model, 
     dev_only = tmp_path / "dev-only.jsonl"
     dev_only.write_text("".join(json.dumps({**row, "split": "dev"}) + "\n" for row in demos[1]))
     with pytest.raises(LaunchError) as failure:
-        run_sft(ModelParams(), _params(), str(base_model), dev_only, tmp_path / "out", tmp_path / "work")
+        run_sft(SFTJob(model=ModelParams(), sft=_params(), start=str(base_model), demos=dev_only,
+                       out_dir=tmp_path / "out", work_dir=tmp_path / "work"))
     message = str(failure.value)
     assert f"ValueError: {dev_only}: no training demonstrations" in message and "exit status 1" in message
     assert 'in demo_datasets\n    raise ValueError(f"{demos_jsonl}: no training demonstrations"' in message
@@ -156,9 +157,10 @@ def test_a_failing_worker_s_exception_is_in_the_launch_error(demos, base_model, 
 def test_a_worker_that_fills_the_disk_is_reported_as_a_full_disk_naming_the_folder(tmp_path):
     from searchlab.files import no_space_message
     from searchlab.train.launch import launch
+    from tests.searchlab.train.full_disk_job import FullDiskJob
 
     with pytest.raises(LaunchError) as failure:
-        launch("tests.searchlab.train.full_disk_job", {"work_dir": str(tmp_path)}, tmp_path / "job")
+        launch("tests.searchlab.train.full_disk_job", FullDiskJob(work_dir=tmp_path), tmp_path / "job")
     message = no_space_message(failure.value, tmp_path / "data")
     assert message is not None and message.startswith(f"{tmp_path / 'job'}: No space left on device; free space")
 
@@ -178,16 +180,17 @@ def _processes_running(needle: str) -> list[int]:
 @pytest.mark.slow
 def test_accelerate_job_dies_with_a_killed_stage_and_the_rerun_resumes_to_the_same_model(demos, base_model, tmp_path):
     params = _params(max_steps=150, save_steps=5, eval_steps=1000, logging_steps=10)
-    straight = run_sft(ModelParams(), params, str(base_model), demos[0], tmp_path / "a", tmp_path / "a-work")
+    straight = run_sft(SFTJob(model=ModelParams(), sft=params, start=str(base_model), demos=demos[0],
+                              out_dir=tmp_path / "a", work_dir=tmp_path / "a-work"))
     assert straight["steps"] == 150 and straight["resumed_from_step"] == 0
 
     # the stage process, killed with SIGKILL (no cleanup) once training has checkpointed
     work = tmp_path / "b-work"
+    scratch = SFTJob(model=ModelParams(), sft=params, start=str(base_model), demos=demos[0],
+                     out_dir=tmp_path / "b-scratch", work_dir=work)
     stage = subprocess.Popen([sys.executable, "-c", (
-        "import sys; from pathlib import Path; from searchlab.params import ModelParams, SFTParams; "
-        "from searchlab.train.sft import run_sft; "
-        f"run_sft(ModelParams(), SFTParams.model_validate_json({params.model_dump_json()!r}), {str(base_model)!r}, "
-        f"Path({str(demos[0])!r}), Path({str(tmp_path / 'b-scratch')!r}), Path({str(work)!r}))")])
+        "from searchlab.train.sft import SFTJob, run_sft; "
+        f"run_sft(SFTJob.model_validate_json({scratch.model_dump_json()!r}))")])
     deadline = time.monotonic() + 240
     # checkpoint 15 is in the second epoch (9 steps each): the resumed run must see that epoch in the same order
     while not (work / "checkpoints/checkpoint-15/trainer_state.json").is_file():
@@ -203,7 +206,7 @@ def test_accelerate_job_dies_with_a_killed_stage_and_the_rerun_resumes_to_the_sa
         time.sleep(0.2)
     assert _processes_running(str(work / "job.json")) == [] and not (work / "result.json").exists()
 
-    resumed = run_sft(ModelParams(), params, str(base_model), demos[0], tmp_path / "b", work)
+    resumed = run_sft(scratch.model_copy(update={"out_dir": tmp_path / "b"}))
     assert 15 <= resumed["resumed_from_step"] < 150 and resumed["steps"] == 150
     a, _ = load_model(str(tmp_path / "a"))
     b, _ = load_model(str(tmp_path / "b"))
@@ -239,8 +242,8 @@ def test_the_base_model_is_the_tiny_model_pretrained_on_the_corpus(demos, tmp_pa
     assert _passage_loss(after, tokenizer, passages[:8]) < _passage_loss(before, tokenizer, passages[:8]) - 1.0
     # SFT starts from it
     with caplog.at_level(logging.INFO, logger="searchlab"):
-        sft = run_sft(model, _params(max_steps=4, logging_steps=1), start_model(out), demos[0], tmp_path / "sft",
-                      tmp_path / "sft-work")
+        sft = run_sft(SFTJob(model=model, sft=_params(max_steps=4, logging_steps=1), start=start_model(out),
+                             demos=demos[0], out_dir=tmp_path / "sft", work_dir=tmp_path / "sft-work"))
     assert sft["steps"] == 4 and not any(name.startswith("pretrain") for name in sft)
 
     # the console: one progress line per phase from the workers, not the Trainer's dicts and bars
