@@ -27,6 +27,7 @@ full disk) rather than only accelerate's exit status.
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import errno
 import json
@@ -196,7 +197,9 @@ def run_job(main: Callable[[JobT], None], job_file: str, kind: type[JobT] = Job)
         package.addHandler(handler)
         package.setLevel(logging.INFO)
     try:
-        main(kind.model_validate_json(text))
+        job = kind.model_validate_json(text)
+        with _profiled():
+            main(job)
     except BaseException as err:
         if launcher.error and is_no_space(err):
             try:  # an empty file: it needs no free block, where the report below may find none
@@ -210,6 +213,25 @@ def run_job(main: Callable[[JobT], None], job_file: str, kind: type[JobT] = Job)
             except OSError:  # another process's report is there already, or the disk is full: the output still has it
                 pass
         raise
+
+
+@contextlib.contextmanager
+def _profiled():
+    """cProfile around the block when ``SEARCHLAB_PROFILE`` names a path prefix (``bench/profile_stage.py`` sets
+    it): each process writes ``<prefix>-rank<N>.prof``; otherwise nothing."""
+    prefix = os.environ.get("SEARCHLAB_PROFILE")
+    if not prefix:
+        yield
+        return
+    import cProfile
+
+    profiler = cProfile.Profile()
+    profiler.enable()
+    try:
+        yield
+    finally:
+        profiler.disable()
+        profiler.dump_stats(f"{prefix}-rank{os.environ.get('RANK', '0')}.prof")
 
 
 def world_size() -> int:
