@@ -427,7 +427,7 @@ class RolloutParams(Section):
                                                             "across turns); `vllm`: a vLLM engine with prefix caching "
                                                             "(GPU machines with `vllm` installed)")
     vllm_gpu_memory_utilization: float = Field(
-        0.85, gt=0, le=1, description="share of GPU memory the vLLM engine may take")
+        0.85, gt=0, le=1, json_schema_extra=EXECUTION, description="share of GPU memory the vLLM engine may take")
 
 
 class LoraParams(Section):
@@ -465,8 +465,9 @@ class SFTParams(Section):
     weight_decay: float = Field(0.0, ge=0, description="AdamW's weight decay")
     save_steps: int = Field(50, ge=1, description="checkpoint every this many steps, in `data/.work/sft/` (the unit "
                                                   "of resume)")
-    logging_steps: int = Field(5, ge=1, description="log the loss every this many steps")
-    eval_steps: int = Field(50, ge=1, description="eval loss on the dev demonstrations every this many steps")
+    logging_steps: int = Field(5, ge=1, json_schema_extra=EXECUTION, description="log the loss every this many steps")
+    eval_steps: int = Field(50, ge=1, json_schema_extra=EXECUTION,
+                            description="eval loss on the dev demonstrations every this many steps")
     renamed_copies: int = Field(0, ge=0, description="extra copies of every training demonstration with each "
                                                        "corpus title in it swapped for another title, so that "
                                                        "copying names and reading passages pay, memorising does not")
@@ -635,7 +636,8 @@ class GRPOTrainingParams(Section):
     use_vllm: bool = Field(False, description="roll out with TRL's colocated vLLM engine (CUDA only: refused on a "
                                               "machine without it, naming the key)")
     vllm_gpu_memory_utilization: float = Field(
-        0.3, gt=0, le=1, description="share of GPU memory TRL's colocated vLLM engine may take")
+        0.3, gt=0, le=1, json_schema_extra=EXECUTION,
+        description="share of GPU memory TRL's colocated vLLM engine may take")
     threads: int | None = Field(None, ge=1, description="torch threads on a CPU; null: torch's default")
     num_processes: int | None = Field(None, ge=1, description="training processes (one per GPU); null: as sft")
     accelerate_config: str | None = Field(None, description="an accelerate config file, relative to the root")
@@ -706,7 +708,7 @@ class RLParams(GRPOTrainingParams):
                                            "simulated one")
     save_steps: int = Field(10, ge=1, description="checkpoint every this many steps, in `data/.work/rl/` (the unit of "
                                                   "resume and of dev scoring)")
-    logging_steps: int = Field(1, ge=1, description="log metrics every this many steps")
+    logging_steps: int = Field(1, ge=1, json_schema_extra=EXECUTION, description="log metrics every this many steps")
     registry_alias: str = Field("rl", description="alias pointed at the newest version")
 
     @model_validator(mode="after")

@@ -166,4 +166,39 @@ def test_where_the_retriever_listens_and_its_threads_rebuild_nothing(tmp_path):
     # DVC tracks the same keys: the section's but the execution fields
     sft = yaml.safe_load(render_dvc_yaml(_params(), REPO))["stages"]["sft"]["params"][0]["params.yaml"]
     assert "retriever.k1" in sft and "retriever.port" not in sft and "retriever.threads" not in sft
-    assert "sft" in sft  # a section without execution fields is tracked whole
+    assert "model" in sft and "sft.logging_steps" not in sft  # a section without execution fields is tracked whole
+
+
+def _another(value, spec):
+    """A valid value of a field other than ``value``."""
+    if isinstance(value, bool):
+        return not value
+    if isinstance(value, int):
+        return value + 1
+    if isinstance(value, float):
+        return round(value / 2, 3)
+    return "0.0.0.0" if spec.annotation is str else value
+
+
+def test_no_execution_field_of_any_section_changes_any_stage_s_fingerprint(tmp_path):
+    from searchlab.params import Params, execution_keys
+    from tasks.registry import STAGES
+
+    base = _params()
+    changed = []
+    for section, spec in Params.model_fields.items():
+        fields = type(getattr(base, section)).model_fields
+        for key in sorted(execution_keys(spec.annotation)):
+            value = getattr(getattr(base, section), key)
+            other = _another(value, fields[key])
+            assert other != value, f"{section}.{key}: no other value to try"
+            changed.append(f"{section}.{key}={json.dumps(other)}")
+    # hosts, ports, request limits, thread counts, logging intervals, vLLM memory shares
+    assert {"retriever.port", "sft.logging_steps", "rl.logging_steps", "rollout.vllm_gpu_memory_utilization",
+            "selfplay.vllm_gpu_memory_utilization"} <= {c.partition("=")[0] for c in changed}
+    for override in changed:
+        other = _params(override)
+        for stage in STAGES:
+            upstream = {n: UPSTREAM[n] for n in stage.needs(base)}
+            assert fingerprint(fingerprint_inputs(stage, other, tmp_path, upstream)) == \
+                fingerprint(fingerprint_inputs(stage, base, tmp_path, upstream)), (stage.name, override)
