@@ -12,7 +12,7 @@ import psutil
 import pytest
 
 from tests.conftest import BIN, make_project, run_cli
-from tests.flows.test_serve import EVIL
+from tests.flows.overrides import EVIL
 
 
 def _wait_final(client, run_ids, worker: subprocess.Popen, log: Path, timeout_s: float = 150) -> dict:

@@ -1,5 +1,4 @@
 """Extractive answers: the rule, the sources, and real rollouts of a real (random, tiny) Qwen2 model under it."""
-# ruff: noqa: F811  (pytest fixtures imported from test_rollout are parameters here, not redefinitions)
 
 from __future__ import annotations
 
@@ -11,9 +10,10 @@ from searchlab.agent import information_block, instruction
 from searchlab.agent.extractive import ExtractiveAnswers, allows, answer_sources
 from searchlab.agent.rollout import encode_completion, rollout
 from searchlab.retrieval.base import Hit
+from tests.toyworld import Recording, params
 
-# the rollout tests' session fixtures (a real tokenizer and a random tiny Qwen2), shared rather than rebuilt
-from tests.searchlab.agent.test_rollout import DOCS, Recording, model, params, tok  # noqa: F401
+# tok, model (the session's real tokenizer and random tiny Qwen2) and bm25 (over tests/toyworld.py's DOCS) are
+# tests/searchlab/conftest.py's fixtures
 
 SOURCES = "Question: where was Stimina born?\nDoc 1(Title: Stimina) She was born in Olsadarn in 1736. It has 2,572 people."
 
@@ -94,16 +94,12 @@ class OpenAnswer(Recording):
 
 
 @pytest.mark.slow
-def test_rollout_answers_copy_whole_words_of_the_question_or_passages(model, tok, tmp_path_factory):
-    from tests.searchlab.agent.conftest import counting_bm25
-
+def test_rollout_answers_copy_whole_words_of_the_question_or_passages(model, tok, bm25):
     questions = ["Who discovered penicillin?", "Where was Marie Curie born?", "What is the capital of Japan?",
                  "Which river flows into the Mediterranean Sea?"]
     wrapped = OpenAnswer(model, tok, "<think>Paris.</think>\n<answer>")
-    with counting_bm25(tmp_path_factory, DOCS) as retriever:
-        free = rollout(wrapped, tok, retriever, questions, params(max_new_tokens=24, max_turns=1))
-        held = rollout(wrapped, tok, retriever, questions, params(max_new_tokens=24, max_turns=1,
-                                                                   extractive_answers=True))
+    free = rollout(wrapped, tok, bm25, questions, params(max_new_tokens=24, max_turns=1))
+    held = rollout(wrapped, tok, bm25, questions, params(max_new_tokens=24, max_turns=1, extractive_answers=True))
     # the random model, left alone, writes text that is nowhere in the question
     assert not any(r.answer and r.answer.strip() and r.answer.strip() in r.question for r in free)
     answered = [r for r in held if r.answer]

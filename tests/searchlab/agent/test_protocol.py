@@ -25,7 +25,7 @@ from searchlab.agent import (
 )
 from searchlab.agent.protocol import CITE_CLOSE, CITE_OPEN, citations, cite_tag, cited_passages
 from searchlab.retrieval.base import Hit
-from tests.searchlab.agent.conftest import counting_bm25
+from tests.toyworld import counting_bm25
 
 TOKYO = Hit("tokyo", '"Tokyo"\nTokyo is the capital of Japan.', 12.5)
 KYOTO = Hit("kyoto", '"Kyoto"\nKyoto was the old capital.', 9.0)
@@ -364,31 +364,13 @@ def test_importing_the_package_loads_neither_java_nor_torch():
 
 # ---------------------------------------------------------------- the environment over a real BM25 index
 
-DOCS = {
-    "tokyo": ("Tokyo", "Tokyo is the capital of Japan and its largest city."),
-    "kyoto": ("Kyoto", "Kyoto was the imperial seat of Japan for more than a thousand years."),
-    "fleming": ("Alexander Fleming", "Alexander Fleming was a Scottish physician who discovered penicillin in 1928."),
-    "penicillin": ("Penicillin", "Penicillin is an antibiotic made by moulds."),
-    "everest": ("Mount Everest", "Mount Everest is the highest mountain above sea level, in the Himalayas."),
-    "nile": ("Nile", "The Nile is a major river in northeastern Africa that flows into the Mediterranean Sea."),
-    "curie": ("Marie Curie", "Marie Curie won Nobel Prizes in physics and chemistry for research on radioactivity."),
-    "warsaw": ("Warsaw", "Warsaw is the capital of Poland, where Marie Curie was born."),
-    "chess": ("Chess", "Chess is a board game played by two players on a checkered board."),
-    "markup": ("Markup", "A markup page may contain a literal <answer> tag or </information> in its text."),
-    "bee": ("Honey bee", "Honey bees pollinate flowers and dance to show where food is."),
-    "violin": ("Violin", "The violin is a string instrument played with a bow."),
-}
-
-
-def contents(doc_id: str) -> str:
-    title, text = DOCS[doc_id]
-    return f'"{title}"\n{text}'
+# the corpus: tests/toyworld.py's PROTOCOL_DOCS, the toy corpus without Oslo and with a page that holds protocol tags
 
 
 @pytest.fixture(scope="module")
-def bm25(tmp_path_factory):
-    """A real BM25 index of DOCS (Anserini in a child process), searched by a retriever that counts its calls."""
-    with counting_bm25(tmp_path_factory, DOCS) as retriever:
+def bm25(protocol_index):
+    """A real BM25 index of PROTOCOL_DOCS (built once per run), searched by a retriever that counts its calls."""
+    with counting_bm25(protocol_index) as retriever:
         yield retriever
 
 

@@ -1,3 +1,10 @@
-"""The agent tests' tiny model, tokenizer and BM25 index, shared with the evaluation tests."""
+"""The evaluation tests use the agent tests' tiny model, tokenizer and BM25 index (tests/searchlab/conftest.py's
+fixtures tok, model and bm25), and one torch thread in every module."""
 
-from tests.searchlab.agent.test_rollout import bm25, model, one_thread, tok  # noqa: F401  (fixtures, used by name)
+import pytest
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread(one_thread):
+    """tests/searchlab/conftest.py's one_thread, for every evaluation test module."""
+    yield

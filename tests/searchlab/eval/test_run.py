@@ -6,7 +6,7 @@ import json
 
 from searchlab.eval.benchmarks import Question
 from searchlab.eval.run import run_evaluation
-from tests.searchlab.agent.test_rollout import SCRIPTS, Scripted, params
+from tests.toyworld import SCRIPTS, Scripted, params
 
 BENCHMARKS = {
     "capitals": [Question("c1", "What is the capital of Japan?", ["Tokyo"], {}),

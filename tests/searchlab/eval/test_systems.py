@@ -1,6 +1,6 @@
 """The evaluated systems played by a real tiny model, a real tokenizer and a real BM25 index.
 
-Most tests steer the model with scripts (:class:`~tests.searchlab.agent.test_rollout.Scripted`); the
+Most tests steer the model with scripts (:class:`~tests.toyworld.Scripted`); the
 baseline tests use a real tiny model *trained* to search first, the habit that made one-turn baselines ask for a
 search they would never get.
 """
@@ -14,13 +14,7 @@ from searchlab.agent import ANSWER_OPEN, DemoStep, instruction, render_demonstra
 from searchlab.agent.extractive import answer_sources
 from searchlab.agent.rollout import encode_completion, encode_prompt, rollout
 from searchlab.eval.systems import describe, run_system
-from tests.searchlab.agent.test_rollout import (
-    Scripted,
-    expected_block,
-    make_model,
-    params,
-    strip_time,
-)
+from tests.toyworld import Scripted, expected_block, make_model, params, strip_time
 
 PENICILLIN = "Who discovered penicillin?"  # scripted: search "who discovered penicillin", then answer
 

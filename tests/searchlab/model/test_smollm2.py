@@ -48,23 +48,16 @@ from searchlab.model import check_protocol_tokens, load_model
 from searchlab.model.gguf import PACKAGED, convert_gguf, gguf_file
 from searchlab.params import LoraParams, RolloutParams, SFTParams, SolverParams
 from searchlab.train.sft import IGNORE, encode_demo, train_sft
-from tests.searchlab.agent.conftest import counting_bm25
 
-pytestmark = pytest.mark.slow
+# one torch thread (tests/searchlab/conftest.py's one_thread): as fast as two here on an idle two-core machine
+# (measured), and on a busy one two threads spin-wait on each other (a rollout took 2 minutes instead of 10 s)
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_thread")]
 
 NAME = "smollm2-135m-instruct"
 PARAMETERS = 134_515_008  # SmolLM2-135M: 134.5M, the tied embedding counted once
 
-DOCS = {
-    "tokyo": ("Tokyo", "Tokyo is the capital of Japan and its largest city."),
-    "kyoto": ("Kyoto", "Kyoto was the imperial seat of Japan for more than a thousand years."),
-    "fleming": ("Alexander Fleming", "Alexander Fleming was a Scottish physician who discovered penicillin in 1928."),
-    "penicillin": ("Penicillin", "Penicillin is an antibiotic made by moulds."),
-    "curie": ("Marie Curie", "Marie Curie won Nobel Prizes in physics and chemistry for research on radioactivity."),
-    "warsaw": ("Warsaw", "Warsaw is the capital of Poland, where Marie Curie was born."),
-    "oslo": ("Oslo", "Oslo is the capital of Norway, on the Oslofjord."),
-    "chess": ("Chess", "Chess is a board game played by two players on a checkered board."),
-}
+# bm25: tests/searchlab/conftest.py's real BM25 index of tests/toyworld.py's DOCS (built once per run), whose
+# retriever records its calls
 
 # (question, the query a demonstration searches, the answer)
 QA = [
@@ -73,16 +66,6 @@ QA = [
     ("What is the capital of Norway?", "capital of Norway", "Oslo"),
     ("Where was Marie Curie born?", "Marie Curie born", "Warsaw"),
 ]
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """One torch thread: as fast as two here on an idle two-core machine (measured), and on a busy one two
-    threads spin-wait on each other (a rollout took 2 minutes instead of 10 s)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 @pytest.fixture(scope="module")
@@ -97,12 +80,6 @@ def converted(tmp_path_factory):
 def smol(converted):
     """(model, tokenizer) loaded from the converted folder; shared, so no test may train it."""
     return load_model(str(converted[0]))
-
-
-@pytest.fixture(scope="module")
-def bm25(tmp_path_factory):
-    with counting_bm25(tmp_path_factory, DOCS) as retriever:
-        yield retriever
 
 
 def decode(tok, ids) -> str:

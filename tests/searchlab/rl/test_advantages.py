@@ -16,7 +16,7 @@ from searchlab.rl.advantages import (
     stratified_grpo_advantages,
     turn_index,
 )
-from tests.searchlab.agent.test_rollout import make_model, make_tokenizer
+from tests.toyworld import make_model, make_tokenizer
 
 S2, S3 = math.sqrt(2), math.sqrt(3)
 

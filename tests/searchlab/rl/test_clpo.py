@@ -12,8 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from searchlab.corpus import generate_world
-from searchlab.params import CLPOParams, RLParams, WorldParams
+from searchlab.params import CLPOParams, RLParams
 from searchlab.rl.curriculum import Curriculum
 from searchlab.rl.restructure import Restructurer, chain_facts, clpo_restructurer
 from searchlab.scoring import normalize_answer
@@ -22,11 +21,10 @@ from searchlab.synth.kb import KB, Entity
 
 
 @pytest.fixture(scope="module")
-def corpus(tmp_path_factory) -> Path:
-    """A 400-entity synthetic world (corpus.jsonl and kb.jsonl), as the qa stage's tests use."""
-    folder = tmp_path_factory.mktemp("clpo-world")
-    generate_world(WorldParams(entities=400, seed=3), folder)
-    return folder
+def corpus(synth_corpus) -> Path:
+    """A 400-entity synthetic world (corpus.jsonl and kb.jsonl): the qa stage's tests' one, generated once per run
+    (tests/searchlab/conftest.py)."""
+    return synth_corpus
 
 
 @pytest.fixture(scope="module")

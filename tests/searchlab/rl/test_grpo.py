@@ -9,56 +9,13 @@ import pytest
 import torch
 from transformers import TrainerCallback
 
-from searchlab.params import RLParams, RolloutParams
 from searchlab.rl.grpo import CURRICULUM_FILE, trl_batch
 from searchlab.rl.train import build_trainer, train_rl
-from tests.searchlab.agent.conftest import counting_bm25
-from tests.searchlab.agent.test_rollout import (  # noqa: F401  (one_thread: the same autouse fixture)
-    DOCS,
-    make_model,
-    make_tokenizer,
-    one_thread,
-)
+from tests.searchlab.rl.rlworld import ROLLOUT, SEED, rl_params as _rl, seeded_policy as _model
+from tests.toyworld import make_model
 
-QUESTIONS = [
-    ("q1", "Who discovered penicillin?", ["Alexander Fleming"], ["fleming"], "easy"),
-    ("q2", "What is the capital of Japan?", ["Tokyo"], ["tokyo"], "easy"),
-    ("q3", "What is the capital of Norway?", ["Oslo"], ["oslo"], "medium"),
-    ("q4", "Where was Marie Curie born?", ["Warsaw"], ["warsaw"], "medium"),
-    ("q5", "What is the highest mountain?", ["Mount Everest"], ["everest"], "hard"),
-    ("q6", "What game has a checkered board?", ["Chess"], ["chess"], "hard"),
-]
-ROLLOUT = RolloutParams(max_new_tokens=12, max_turns=3, topk=2, max_information_tokens=64, batch_size=8)
-
-
-@pytest.fixture(scope="module")
-def world(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("rl-world")
-    questions, corpus = folder / "train.jsonl", folder / "corpus.jsonl"
-    questions.write_text("".join(json.dumps({"id": i, "question": q, "answers": a, "evidence": e, "type": "single",
-                                             "features": {"bucket": b}}) + "\n" for i, q, a, e, b in QUESTIONS))
-    corpus.write_text("".join(json.dumps({"id": i, "contents": f'"{t}"\n{x}'}) + "\n" for i, (t, x) in DOCS.items()))
-    with counting_bm25(tmp_path_factory, DOCS) as retriever:
-        yield questions, corpus, retriever
-
-
-@pytest.fixture(scope="module")
-def tokenizer():
-    return make_tokenizer(tags_special=True)
-
-
-def _rl(**kw) -> RLParams:
-    return RLParams(**{"steps": 4, "questions_per_step": 2, "num_generations": 3, "learning_rate": 5e-3,
-                       "save_steps": 2, "logging_steps": 1, "samples": 0, **kw})
-
-
-# A random tiny policy rarely ends an episode well, and a group whose episodes all earn the same reward teaches
-# nothing: this seed's episodes differ in reward within some groups, so the runs below do learn.
-SEED = 7
-
-
-def _model(tokenizer):
-    return make_model(tokenizer, SEED).train()
+# world (questions, corpus, BM25 over tests/toyworld.py's DOCS) and tokenizer: this package's conftest.py
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/searchlab/conftest.py's
 
 
 def test_trl_batch_inverts_the_environment_mask_and_closes_finished_episodes_with_eos():

@@ -24,15 +24,10 @@ from searchlab.agent.rollout import Rollout, is_vllm, rollout
 from searchlab.params import load_params
 from searchlab.rl.grpo import check_trl_batch, completion_logprobs, training_rollout_params, trl_batch
 from searchlab.rl.train import build_trainer, grpo_config
-from tests.searchlab.rl.test_grpo import (  # noqa: F401  (fixtures, used by name)
-    QUESTIONS,
-    ROLLOUT,
-    _model,
-    _rl,
-    one_thread,
-    tokenizer,
-    world,
-)
+from tests.searchlab.rl.rlworld import QUESTIONS, ROLLOUT, rl_params as _rl, seeded_policy as _model
+
+# the fixtures world and tokenizer: this package's conftest.py
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/searchlab/conftest.py's
 
 GPU_PARAMS = Path(__file__).resolve().parents[3] / "params/gpu-qwen2.5-3b.yaml"
 

@@ -12,7 +12,9 @@ import torch
 from searchlab.rl.grpo import SearchEpisodes
 from searchlab.rl.rewards import RewardBreakdown
 from searchlab.rl.train import build_trainer, make_search_trainer
-from tests.searchlab.rl.test_grpo import ROLLOUT, _model, _rl, tokenizer, world  # noqa: F401  (fixtures)
+from tests.searchlab.rl.rlworld import ROLLOUT, rl_params as _rl, seeded_policy as _model
+
+# the fixtures world and tokenizer: this package's conftest.py
 
 
 def _plain_logps(model, prompt_ids: list[int], completion_ids: list[int], temperature: float) -> torch.Tensor:

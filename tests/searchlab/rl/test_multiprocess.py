@@ -48,8 +48,8 @@ from searchlab.params import ModelParams, QAParams, RetrieverParams, RLParams, R
 from searchlab.rl.train import RLJob, run_rl
 from searchlab.scoring import normalize_answer
 from searchlab.selfplay.train import SelfPlayJob, run_selfplay
-from tests.searchlab.agent.test_rollout import DOCS, make_model, make_tokenizer
-from tests.searchlab.rl.test_grpo import QUESTIONS, SEED
+from tests.searchlab.rl.rlworld import QUESTIONS, SEED
+from tests.toyworld import DOCS, make_model, make_tokenizer, write_corpus
 
 pytestmark = pytest.mark.slow  # four accelerate launches of real training: a minute or more on two cores
 
@@ -118,17 +118,10 @@ class ScriptedPolicy(Qwen2ForCausalLM):
 '''.format(proposals=SEED_QUESTIONS)
 
 
-def _corpus(path: Path, ids) -> None:
-    path.write_text("".join(json.dumps({"id": i, "contents": f'"{DOCS[i][0]}"\n{DOCS[i][1]}'}) + "\n" for i in ids))
-
-
 @pytest.fixture(scope="module")
-def world(tmp_path_factory):
+def world(tmp_path_factory, toy_index):
     """Model folders (the tiny policy; the scripted one), rl's questions and corpus, self-play's corpus and qa
-    folders, and a real BM25 index of DOCS."""
-    from searchlab.params import IndexParams
-    from searchlab.retrieval.indexing import build_index
-
+    folders, and a real BM25 index of DOCS (the session's, tests/searchlab/conftest.py's toy_index, linked)."""
     root = tmp_path_factory.mktemp("multiprocess")
     tokenizer = make_tokenizer(tags_special=True)
     policy = root / "policy"
@@ -145,12 +138,11 @@ def world(tmp_path_factory):
     (root / "train.jsonl").write_text("".join(
         json.dumps({"id": i, "question": q, "answers": a, "evidence": e, "type": "single", "features": {"bucket": b}})
         + "\n" for i, q, a, e, b in QUESTIONS))
-    _corpus(root / "corpus.jsonl", DOCS)
-    (root / "index").mkdir()
-    build_index(IndexParams(threads=1), root / "corpus.jsonl", root / "index")
+    write_corpus(root / "corpus.jsonl", DOCS)
+    (root / "index").symlink_to(toy_index, target_is_directory=True)
     seeds = root / "selfplay-corpus"  # the seed answers are its titles
     seeds.mkdir()
-    _corpus(seeds / "corpus.jsonl", ("tokyo", "oslo", "warsaw"))
+    write_corpus(seeds / "corpus.jsonl", DOCS, ("tokyo", "oslo", "warsaw"))
     qa = root / "qa"
     qa.mkdir()
     (qa / "train.jsonl").write_text(json.dumps({"question": "Who discovered penicillin?"}) + "\n")

@@ -14,15 +14,10 @@ from searchlab.agent import parse_trajectory
 from searchlab.agent.rollout import rollout
 from searchlab.retrieval.base import Retriever
 from searchlab.rl.simulated import SimulatedRetriever, is_simulated, passage_prompt, simulated_counts
-from tests.searchlab.agent.test_rollout import (  # noqa: F401  (the fixtures model, one_thread, tok)
-    SCRIPTS,
-    Scripted,
-    make_model,
-    model,
-    one_thread,
-    params,
-    tok,
-)
+from tests.toyworld import SCRIPTS, Scripted, make_model, params
+
+# tok and model: the session's toy tokenizer and random tiny Qwen2 (tests/searchlab/conftest.py)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 QUERIES = ["who discovered penicillin", "capital of Norway", "Mount Everest height"]
 

@@ -7,7 +7,8 @@ import random
 
 from searchlab.selfplay.verify import KBCheck, novelty
 from searchlab.synth.generate import Builder
-from tests.searchlab.synth.conftest import kb, world  # noqa: F401  (the session's real world)
+
+# kb: the KB of the session's real 400-entity world (tests/searchlab/conftest.py)
 
 
 def _chain_questions(kb, kind, n=40):
@@ -22,7 +23,7 @@ def _chain_questions(kb, kind, n=40):
     return out
 
 
-def test_chain_questions_are_right_and_unique_and_a_wrong_answer_is_not(kb):  # noqa: F811
+def test_chain_questions_are_right_and_unique_and_a_wrong_answer_is_not(kb):
     check = KBCheck(kb)
     for kind in ("single", "bridge"):
         questions = _chain_questions(kb, kind)
@@ -34,7 +35,7 @@ def test_chain_questions_are_right_and_unique_and_a_wrong_answer_is_not(kb):  # 
         assert not wrong, [(q.question, q.answers[0]) for q in wrong]
 
 
-def test_a_question_naming_no_entity_is_not_confirmed(kb):  # noqa: F811
+def test_a_question_naming_no_entity_is_not_confirmed(kb):
     check = KBCheck(kb)
     q = _chain_questions(kb, "single", 1)[0]
     start = kb[q.mentions[0]].name

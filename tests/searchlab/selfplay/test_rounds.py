@@ -22,14 +22,9 @@ from searchlab.selfplay.rounds import SelfPlayRounds, proposer_reward
 from searchlab.selfplay.seeds import draw_seeds, seed_answers
 from searchlab.selfplay.train import train_selfplay
 from searchlab.selfplay.verify import Proposal, names_in, screen
-from tests.searchlab.agent.conftest import counting_bm25
-from tests.searchlab.agent.test_rollout import (  # noqa: F401  (one_thread: the same autouse fixture)
-    DOCS,
-    ForceTokens,
-    make_model,
-    make_tokenizer,
-    one_thread,
-)
+from tests.toyworld import DOCS, ForceTokens, make_model, make_tokenizer, write_corpus
+
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/searchlab/conftest.py's
 
 # what the scripted proposer asks for each seed answer, and what the scripted solver answers
 PROPOSALS = {"Tokyo": "What is the capital of Japan?", "Oslo": "What is the capital of Norway?",
@@ -86,15 +81,14 @@ def policy(tokenizer) -> ScriptedPolicy:
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory):
-    """A corpus folder whose titles (the seeds) are the three scripted answers, a qa folder, and BM25 over DOCS."""
+def world(tmp_path_factory, bm25):
+    """A corpus folder whose titles (the seeds) are the three scripted answers, a qa folder, and BM25 over DOCS
+    (the session's index of it, tests/searchlab/conftest.py's bm25)."""
     corpus = tmp_path_factory.mktemp("selfplay-corpus")
-    (corpus / "corpus.jsonl").write_text("".join(
-        json.dumps({"id": i, "contents": f'"{DOCS[i][0]}"\n{DOCS[i][1]}'}) + "\n" for i in ("tokyo", "oslo", "nile")))
+    write_corpus(corpus / "corpus.jsonl", DOCS, ("tokyo", "oslo", "nile"))
     qa = tmp_path_factory.mktemp("selfplay-qa")
     (qa / "train.jsonl").write_text(json.dumps({"question": "What is the capital of Japan?"}) + "\n")
-    with counting_bm25(tmp_path_factory, DOCS) as retriever:
-        yield corpus, qa, retriever
+    return corpus, qa, bm25
 
 
 def _params(**kw) -> SelfPlayParams:

@@ -1,4 +1,5 @@
-"""Session fixtures: one real synthetic world (corpus, KB, Lucene index) and one real synthesis run over it."""
+"""Session fixtures: the real synthetic world (corpus, KB, Lucene index; tests/searchlab/conftest.py's, one per run)
+and one real synthesis run over it."""
 
 from __future__ import annotations
 
@@ -6,30 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from searchlab.corpus import generate_world
-from searchlab.params import IndexParams, QAParams, RetrieverParams, WorldParams
-from searchlab.retrieval import build_index
+from searchlab.params import QAParams, RetrieverParams
 
 RETRIEVER = RetrieverParams(threads=1)
 
 
 @pytest.fixture(scope="session")
-def world(tmp_path_factory) -> tuple[Path, Path]:
+def world(synth_corpus, synth_index) -> tuple[Path, Path]:
     """(corpus folder, index folder) of a 400-entity world."""
-    root = tmp_path_factory.mktemp("world")
-    corpus, index = root / "corpus", root / "index"
-    corpus.mkdir()
-    index.mkdir()
-    generate_world(WorldParams(entities=400, seed=3), corpus)
-    build_index(IndexParams(threads=1), corpus / "corpus.jsonl", index)
-    return corpus, index
-
-
-@pytest.fixture(scope="session")
-def kb(world):
-    from searchlab.synth.kb import KB
-
-    return KB.load(world[0])
+    return synth_corpus, synth_index
 
 
 @pytest.fixture(scope="session")

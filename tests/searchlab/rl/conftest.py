@@ -1,0 +1,28 @@
+"""The rl tests' world: their questions and corpus files and a BM25 retriever over the session's index of
+tests/toyworld.py's DOCS; and their tokenizer."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.searchlab.rl.rlworld import QUESTIONS
+from tests.toyworld import DOCS, make_tokenizer, write_corpus
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory, bm25):
+    """(train.jsonl, corpus.jsonl, retriever): the rl stage's questions and corpus files, and
+    tests/searchlab/conftest.py's bm25 (one per module, over the index built once per run)."""
+    folder = tmp_path_factory.mktemp("rl-world")
+    questions, corpus = folder / "train.jsonl", folder / "corpus.jsonl"
+    questions.write_text("".join(json.dumps({"id": i, "question": q, "answers": a, "evidence": e, "type": "single",
+                                             "features": {"bucket": b}}) + "\n" for i, q, a, e, b in QUESTIONS))
+    write_corpus(corpus, DOCS)
+    return questions, corpus, bm25
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    return make_tokenizer(tags_special=True)
