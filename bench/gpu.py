@@ -312,76 +312,6 @@ class Timed:
 
 
 # ---------------------------------------------------------------- forcing (bench/rollout.py's, copied)
-class Force:
-    """Bans ``banned`` ids; at new-token step ``s`` row ``r`` must write ``table[s, r]`` where that is >= 0.
-
-    A ``LogitsProcessor`` (duck-typed). Sync-free (no boolean indexing): the same few kernels every step.
-    """
-
-    def __init__(self, banned: list[int], table: torch.Tensor | None, start: int):
-        self.banned, self.table, self.start = banned, table, start
-
-    def __call__(self, input_ids, scores):
-        if not isinstance(self.banned, torch.Tensor):
-            self.banned = torch.tensor(self.banned, dtype=torch.long, device=scores.device)
-        scores = scores.index_fill(1, self.banned, float("-inf"))
-        s = input_ids.shape[1] - self.start
-        if self.table is None or s >= self.table.shape[0]:
-            return scores
-        self.table = self.table.to(scores.device)  # once
-        target = self.table[s]
-        only = torch.full_like(scores, float("-inf")).scatter(1, target.clamp(min=0)[:, None], 0.0)
-        return torch.where((target >= 0)[:, None], only, scores)
-
-
-class Forced:
-    """The model, made to follow the schedule in the module docstring; delegates everything else."""
-
-    def __init__(self, model, tok, questions: list[str], turns: int, max_new_tokens: int, share: float,
-                 banned: list[int]):
-        from searchlab.agent.protocol import ANSWER_CLOSE, ANSWER_OPEN, SEARCH_CLOSE, SEARCH_OPEN
-        from searchlab.agent.rollout import encode_completion
-
-        self.model, self.tok, self.questions = model, tok, questions
-        self.turns, self.m, self.share, self.banned = turns, max_new_tokens, share, banned
-        self.tags = {t: encode_completion(tok, t) for t in (SEARCH_OPEN, SEARCH_CLOSE, ANSWER_OPEN, ANSWER_CLOSE)}
-        self.open_close = (SEARCH_OPEN, SEARCH_CLOSE, ANSWER_OPEN, ANSWER_CLOSE)
-        self.seconds = 0.0
-
-    def __getattr__(self, name):
-        return getattr(self.model, name)
-
-    def searches(self, q: int, turn: int) -> bool:
-        k = turn * len(self.questions) + q  # evenly spread over the rows of each turn
-        return int((k + 1) * self.share) > int(k * self.share)
-
-    def generate(self, input_ids, attention_mask, **kwargs):
-        from transformers import LogitsProcessorList
-
-        from searchlab.agent.protocol import INFORMATION_SUFFIX, INVALID_ACTION_MESSAGE
-
-        search_open, search_close, answer_open, answer_close = self.open_close
-        began = time.perf_counter()
-        table = torch.full((self.m, input_ids.shape[0]), -1, dtype=torch.long)
-        for r, (ids, mask) in enumerate(zip(input_ids.tolist(), attention_mask.tolist())):
-            text = self.tok.decode([i for i, a in zip(ids, mask) if a], skip_special_tokens=False)
-            q = next(i for i, quest in enumerate(self.questions) if f"Question: {quest.strip()}\n" in text)
-            turn = text.count(INFORMATION_SUFFIX) + text.count(INVALID_ACTION_MESSAGE)
-            if turn == self.turns - 1:
-                opening, closing = self.tags[answer_open], self.tags[answer_close]
-            elif self.searches(q, turn):
-                opening, closing = self.tags[search_open], self.tags[search_close]
-            else:
-                continue
-            table[:len(opening), r] = torch.tensor(opening)
-            table[self.m - len(closing):, r] = torch.tensor(closing)
-        force = Force(self.banned, table, input_ids.shape[1])
-        self.seconds += time.perf_counter() - began
-        return self.model.generate(input_ids=input_ids, attention_mask=attention_mask,
-                                   logits_processor=LogitsProcessorList([force]), **kwargs)
-
-
-# ---------------------------------------------------------------- helpers
 def sync(device: torch.device) -> None:
     if device.type == "cuda":
         torch.cuda.synchronize(device)
@@ -473,6 +403,8 @@ def bench_sft(folder: str, args, device, dtype, vocab: int, batch: int, checkpoi
 
 # ---------------------------------------------------------------- 2. rollouts
 def plain_generate(model, tok, prompts, new_tokens: int, banned, sampling: dict) -> tuple[int, float]:
+    from bench.rollout import Force  # bench/rollout.py's forcing: imported once searchlab.params is importable
+
     from transformers import LogitsProcessorList
 
     from searchlab.agent.rollout import encode_prompt
@@ -494,6 +426,8 @@ def plain_generate(model, tok, prompts, new_tokens: int, banned, sampling: dict)
 
 
 def bench_rollout(folder: str, args, device, dtype, questions: list[str], retriever, rcfg: dict) -> dict:
+    from bench.rollout import Forced
+
     import searchlab.params as sp
     from searchlab.agent.protocol import SPECIAL_TOKENS, instruction
     from searchlab.agent.rollout import rollout, summarize
