@@ -82,3 +82,11 @@ def run_cli(project: Path, *args: str, timeout: float = 300, env: dict | None = 
     if check and proc.returncode != 0:
         raise AssertionError(f"searchlab {' '.join(args)} exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}")
     return proc
+
+
+def pytest_collection_modifyitems(items):
+    """A test that needs the Prefect server is ``slow`` (the server takes seconds to start, once per session), as is
+    one whose setup and call took 5 s or more in a full run on a 2-core machine (marked where it is written)."""
+    for item in items:
+        if "prefect_server" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.slow)

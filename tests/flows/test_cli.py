@@ -47,6 +47,7 @@ def test_input_problems_exit_2_naming_the_key_before_anything_runs(tmp_path, arg
     assert sorted(p.name for p in project.iterdir()) == ["latin1.jsonl", "mine.jsonl", "params"]
 
 
+@pytest.mark.slow
 def test_run_status_search_and_param_errors(prefect_server, tmp_path):
     project = make_project(tmp_path / "project")
     bad = run_cli(project, "run", "--params", "params/smoke.yaml", "--set", "index.thread=2", check=False)
@@ -120,6 +121,7 @@ def _compare_two_runs(project):
     assert f"run {sft}: no eval metrics (the sft stage's run" in bad.stderr
 
 
+@pytest.mark.slow
 def test_kill_9_during_index_then_rerun_completes(prefect_server, tmp_path):
     project = make_project(tmp_path / "project")
     run_cli(project, "run", "corpus", "--params", "params/smoke.yaml")

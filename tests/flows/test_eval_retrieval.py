@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 import json
 
 import pytrec_eval
@@ -23,6 +25,7 @@ QUERIES = {"q1": "which river flows into Amber Lake", "q2": "who founded the Bre
 QRELS = {"q1": {"d2": 2, "d1": 1}, "q2": {"d5": 2, "d4": 2}, "q3": {"d3": 2, "d8": 1}, "q4": {"d6": 2, "d7": 1}}
 
 
+@pytest.mark.slow
 def test_beir_import_index_and_eval_match_pytrec_eval(prefect_server, tmp_path):
     beir = tmp_path / "beir"
     (beir / "qrels").mkdir(parents=True)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 import json
 import os
 import time
@@ -37,6 +39,7 @@ def _task_states(flow_run_id, expected: int) -> dict[str, str]:
             time.sleep(0.2)
 
 
+@pytest.mark.slow
 def test_pipeline_caches_and_reruns_only_what_changed(prefect_server, tmp_path):
     from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
 

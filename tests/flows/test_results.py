@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 import json
 
 from searchlab.eval.flat import flat_metrics
@@ -50,6 +52,7 @@ def test_results_prints_the_latest_evaluation_or_names_the_missing_file(tmp_path
     assert results_table(RESULTS) in shown.stdout
 
 
+@pytest.mark.slow
 def test_results_of_mlflow_runs_from_the_artifact_its_producer_or_the_metrics(tmp_path):
     from mlflow import MlflowClient
 

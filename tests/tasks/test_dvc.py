@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 import json
 import os
 import shutil
@@ -35,6 +37,7 @@ def _sh(project, *cmd, env):
     return proc.stdout + proc.stderr
 
 
+@pytest.mark.slow
 def test_run_then_dvc_status_clean_repro_noop_and_push_wipe_pull_all_cached(prefect_server, tmp_path):
     project = make_project(tmp_path / "project", with_code=True)
     dvc = str(BIN / "dvc")

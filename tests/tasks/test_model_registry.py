@@ -112,6 +112,7 @@ def _blocked_on_locks() -> set[int]:
     return {int(fields[fields.index("->") + 4]) for fields in lines if "->" in fields}
 
 
+@pytest.mark.slow
 def test_the_same_content_registered_again_even_by_concurrent_runs_is_one_version(tmp_path):
     tracker = Tracker(PARAMS, tmp_path)
     out, manifest = _publish(tmp_path, {"config.json": b"{}", "w/model.bin": b"weights"})

@@ -3,6 +3,8 @@ inputs, each with its key and line, found before anything is trained."""
 
 from __future__ import annotations
 
+import pytest
+
 import shutil
 from pathlib import Path
 
@@ -44,6 +46,7 @@ def test_the_own_data_profile_plans_without_sft_selfplay_or_synthesis_and_checks
     assert found.inputs["corpus.path"].endswith("first 219 records are passages")
 
 
+@pytest.mark.slow
 def test_five_mistakes_are_all_reported_in_one_run_with_key_and_line(tmp_path):
     project = _project(tmp_path)
     (project / "params/mistakes.yaml").write_text(MISTAKES)
@@ -77,6 +80,7 @@ def test_five_mistakes_are_all_reported_in_one_run_with_key_and_line(tmp_path):
                      "eval.benchmarks.bad": "params/mistakes.yaml line 14", "eval.models": "params/mistakes.yaml line 15"}
 
 
+@pytest.mark.slow
 def test_budgets_that_cannot_fit_the_model_s_positions_are_refused_naming_the_keys(tmp_path):
     for profile in sorted((REPO / "params").glob("*.yaml")):  # every shipped profile fits its model
         found = preflight(load_params(profile), profile.relative_to(REPO), REPO)
@@ -109,6 +113,7 @@ def test_a_problem_made_by_an_override_is_blamed_on_it():
     assert [(p.key, p.where) for p in found.problems] == [("eval.suites", "--set")]
 
 
+@pytest.mark.slow
 def test_vllm_without_cuda_is_a_note_for_plan_and_a_problem_for_run(tmp_path):
     """A GPU profile is planned on a laptop: plan says what the GPU machine needs; run here refuses, naming the key."""
     project = _project(tmp_path)

@@ -93,7 +93,6 @@ class OpenAnswer(Recording):
         return super().generate(input_ids, attention_mask, logits_processor=processors, **kwargs)
 
 
-@pytest.mark.slow
 def test_rollout_answers_copy_whole_words_of_the_question_or_passages(model, tok, bm25):
     questions = ["Who discovered penicillin?", "Where was Marie Curie born?", "What is the capital of Japan?",
                  "Which river flows into the Mediterranean Sea?"]

@@ -374,7 +374,6 @@ def bm25(protocol_index):
         yield retriever
 
 
-@pytest.mark.slow
 def test_step_searches_once_for_the_whole_batch(bm25):
     bm25.calls.clear()
     actions = [
@@ -394,7 +393,6 @@ def test_step_searches_once_for_the_whole_batch(bm25):
     ]
 
 
-@pytest.mark.slow
 def test_step_without_searches_does_not_call_the_retriever(bm25):
     bm25.calls.clear()
     assert step(bm25, [Action("answer", "x"), Action("invalid")], k=3) == [None, INVALID_ACTION_FEEDBACK]
@@ -402,7 +400,6 @@ def test_step_without_searches_does_not_call_the_retriever(bm25):
     assert bm25.calls == []
 
 
-@pytest.mark.slow
 def test_step_bounds_blocks_and_defuses_retrieved_tags(bm25):
     [tokyo, markup, nothing] = step(
         bm25, [Action("search", "capital of Japan"), Action("search", "markup page literal"), Action("search", "the of and")],
@@ -416,7 +413,6 @@ def test_step_bounds_blocks_and_defuses_retrieved_tags(bm25):
     assert "< answer>" in markup and "< /information>" in markup and markup.count("</information>") == 1
 
 
-@pytest.mark.slow
 def test_a_scripted_rollout_matches_the_protocol_helpers(bm25):
     """Run the live loop (turn -> parse_action -> step -> append) and check the helpers read it back."""
     turns = [

@@ -74,7 +74,6 @@ def check_invariants(r: Rollout, tok) -> None:
 # ---------------------------------------------------------------- scripted episodes
 
 
-@pytest.mark.slow
 def test_one_answers_at_once_the_other_searches_then_answers(model, tok, bm25):
     scripted = Scripted(model, tok)
     japan, penicillin = QUESTIONS[0], QUESTIONS[1]
@@ -109,7 +108,6 @@ def test_one_answers_at_once_the_other_searches_then_answers(model, tok, bm25):
         check_invariants(r, tok)
 
 
-@pytest.mark.slow
 def test_invalid_action_gets_feedback_and_counts(model, tok, bm25):
     curie, chess = QUESTIONS[2], QUESTIONS[6]
     bm25.calls.clear()
@@ -136,7 +134,6 @@ def test_invalid_action_gets_feedback_and_counts(model, tok, bm25):
     assert summarize([r, long])["invalid_action_rate"] == 0.5
 
 
-@pytest.mark.slow
 def test_max_turns_cuts_the_episode_off(model, tok, bm25):
     old, norway = QUESTIONS[5], QUESTIONS[4]
     p = params(max_turns=2)
@@ -182,7 +179,6 @@ def test_an_episode_that_would_outgrow_the_model_s_positions_ends_cut_off(model,
     assert (r.finished, r.turns, r.completion_ids, scripted.seen) == (False, 0, [], [])
 
 
-@pytest.mark.slow
 def test_the_batch_never_grows_wider_than_the_model_s_positions(model, tok, bm25, monkeypatch):
     questions, p = QUESTIONS[:4], params()
     scripted = Scripted(model, tok)
@@ -196,7 +192,6 @@ def test_the_batch_never_grows_wider_than_the_model_s_positions(model, tok, bm25
     assert max(scripted.widths) + p.max_new_tokens < limit and False in scripted.cached[1:]
 
 
-@pytest.mark.slow
 def test_an_answer_cut_by_eos_finishes_the_episode(model, tok, bm25):
     [r] = rollout(Scripted(model, tok), tok, bm25, [QUESTIONS[7]], params())
     assert (r.answer, r.finished, r.turns) == ("Tokyo", True, 1)
@@ -205,7 +200,6 @@ def test_an_answer_cut_by_eos_finishes_the_episode(model, tok, bm25):
     check_invariants(r, tok)
 
 
-@pytest.mark.slow
 def test_chunks_of_batch_size_give_the_same_episodes(model, tok, bm25):
     questions = QUESTIONS[:5]
     bm25.calls.clear()
@@ -232,7 +226,6 @@ def test_chunks_of_batch_size_give_the_same_episodes(model, tok, bm25):
         check_invariants(r, tok)
 
 
-@pytest.mark.slow
 def test_custom_prompts_are_used_as_given(model, tok, bm25):
     q = QUESTIONS[3]
     prompt = "System: be brief.\n" + instruction(q)
@@ -245,7 +238,6 @@ def test_custom_prompts_are_used_as_given(model, tok, bm25):
 # ---------------------------------------------------------------- stop strings spanning several tokens
 
 
-@pytest.mark.slow
 def test_tags_split_over_tokens_stop_and_overhang(bm25, monkeypatch):
     """The production case (Qwen's vocabulary has no tag tokens): stop strings span tokens and may end inside one."""
     tok = make_tokenizer(tags_special=False)
@@ -267,7 +259,6 @@ def test_tags_split_over_tokens_stop_and_overhang(bm25, monkeypatch):
     check_invariants(r, tok)
 
 
-@pytest.mark.slow
 def test_a_tag_spelled_in_pieces_still_ends_the_turn(model, tok, bm25, monkeypatch):
     """Where the tags are special tokens the model can still write "</search>" byte by byte: cut there."""
     pieces = tok.convert_tokens_to_ids(list("</search>"))
@@ -291,7 +282,6 @@ def test_a_tag_spelled_in_pieces_still_ends_the_turn(model, tok, bm25, monkeypat
 # ---------------------------------------------------------------- the unsteered model
 
 
-@pytest.mark.slow
 def test_greedy_is_deterministic_and_independent_of_batching(model, tok, bm25, monkeypatch):
     questions = QUESTIONS[:3]
     p = params(max_new_tokens=12, max_turns=3, batch_size=3)
@@ -313,7 +303,6 @@ def test_greedy_is_deterministic_and_independent_of_batching(model, tok, bm25, m
         assert r.turns >= 1 and r.generated_tokens <= r.turns * 12
 
 
-@pytest.mark.slow
 def test_sampling_is_seeded(model, tok, bm25):
     questions = QUESTIONS[:2]
     p = params(max_new_tokens=12, max_turns=2, temperature=1.0)
@@ -395,7 +384,6 @@ class StandInVLLM:
         return outputs
 
 
-@pytest.mark.slow
 def test_a_vllm_engine_plays_the_same_episodes_as_hugging_face(model, tok, bm25, monkeypatch):
     monkeypatch.setitem(sys.modules, "vllm", types.SimpleNamespace(SamplingParams=types.SimpleNamespace))
     p = params(max_turns=3, batch_size=4)  # two chunks; one episode is cut off, one gets invalid-action feedback

@@ -112,7 +112,6 @@ def searcher(tok, bm25):
     return model.eval()
 
 
-@pytest.mark.slow
 def test_a_model_that_always_searches_first_still_answers_every_one_turn_baseline(searcher, tok, bm25):
     questions = list(SEARCHER)
     # the habit: given one turn and the choice, it asks for a search every time (which nothing would run)
@@ -136,7 +135,6 @@ def test_a_model_that_always_searches_first_still_answers_every_one_turn_baselin
         assert episode.searches == []
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("system", ["direct", "rag"])
 def test_a_forced_answer_is_still_extractive(searcher, tok, bm25, system):
     episodes = run_system(system, searcher, tok, bm25, list(SEARCHER), params(extractive_answers=True))

@@ -20,7 +20,6 @@ from searchlab.retrieval.ingest import ingest_corpus
 from .conftest import DOCS, contents, write_corpus
 
 
-@pytest.mark.slow
 def test_build_summary_counts_every_document(built_index):
     out, summary = built_index
     assert summary["documents"] == len(DOCS)
@@ -34,7 +33,6 @@ def test_build_summary_counts_every_document(built_index):
     assert not (out / "_shards").exists()  # the scratch input for Anserini is gone
 
 
-@pytest.mark.slow
 def test_docstore_and_row_map_cover_the_corpus(index_dir):
     store = DocStore(index_dir / "docstore")
     try:
@@ -71,7 +69,6 @@ def test_bad_records_name_the_line(tmp_path, records, problem):
     assert str(err.value).startswith(f"{corpus}:{1 + len(records)}:")
 
 
-@pytest.mark.slow
 def test_build_failure_in_the_subprocess_reaches_the_caller(tmp_path):
     corpus = tmp_path / "c.jsonl"
     corpus.write_text('{"id": "a", "contents": "fine"}\nnot json\n')
@@ -99,7 +96,6 @@ print(summary["documents"], "jnius" in sys.modules, "torch" in sys.modules, flus
 """
 
 
-@pytest.mark.slow
 def test_the_caller_never_starts_java(tmp_path, corpus_file):
     out = tmp_path / "out"
     out.mkdir()
@@ -109,7 +105,6 @@ def test_the_caller_never_starts_java(tmp_path, corpus_file):
     assert proc.stdout.split() == [str(len(DOCS)), "False", "False"]
 
 
-@pytest.mark.slow
 def test_killing_the_caller_stops_the_build(tmp_path):
     corpus = tmp_path / "big.jsonl"
     with open(corpus, "w") as f:

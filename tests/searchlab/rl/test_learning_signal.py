@@ -90,6 +90,7 @@ class TwoSearches(SearchEpisodes):
         return RewardBreakdown(total=total, outcome=float(total == 0), format=0.0, evidence=0.0)
 
 
+@pytest.mark.slow
 def test_a_reward_for_two_searches_raises_the_search_count(world, tokenizer, searching_model, tmp_path):
     from searchlab.rl.curriculum import Curriculum
     from searchlab.rl.train import training_questions
@@ -107,6 +108,7 @@ def test_a_reward_for_two_searches_raises_the_search_count(world, tokenizer, sea
     assert sum(searches[-2:]) / 2 > sum(searches[:2]) / 2 + 0.5
 
 
+@pytest.mark.slow
 def test_dynamic_sampling_replaces_groups_whose_episodes_all_earned_the_same(world, tokenizer, searching_model,
                                                                            tmp_path):
     questions, corpus, retriever = world

@@ -184,6 +184,7 @@ def _rl_counts(figures: dict, out: Path) -> dict:
             "curriculum_rows": len(list(read_jsonl(out / "out/curriculum.jsonl")))}
 
 
+@pytest.mark.slow
 def test_rl_in_two_processes_gathers_every_process_s_episodes_and_matches_one_process_counts(world, tmp_path):
     one, one_seconds = _train_rl(world, tmp_path / "one", 1)
     two, two_seconds = _train_rl(world, tmp_path / "two", PROCESSES)
@@ -228,6 +229,7 @@ def _play(world: Path, out: Path, processes: int) -> tuple[dict, float]:
     return figures, time.perf_counter() - started
 
 
+@pytest.mark.slow
 def test_selfplay_in_two_processes_keeps_each_question_once_and_matches_one_process_counts(world, tmp_path):
     one, one_seconds = _play(world, tmp_path / "one", 1)
     two, two_seconds = _play(world, tmp_path / "two", PROCESSES)

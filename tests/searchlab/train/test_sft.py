@@ -142,6 +142,7 @@ def test_resume_skips_and_deletes_checkpoints_a_crash_left_half_written(demos, b
     assert resume_point(tmp_path / "fresh") is None
 
 
+@pytest.mark.slow
 def test_a_failing_worker_s_exception_is_in_the_launch_error(demos, base_model, tmp_path):
     # every demonstration in the dev split: the worker's demo_datasets raises
     dev_only = tmp_path / "dev-only.jsonl"
