@@ -6,7 +6,7 @@ nothing else is needed, nothing is downloaded, no Java, no index, no data/):
     PYTHONUNBUFFERED=1 python3 bench/gpu.py --out $OUT   # writes $OUT/gpu_bench.json, prints a table
 
 (not yet run on a GPU; expected to take a few minutes: give the run a timeout_s of about 480,
-which leaves time to run it again; see docs/gpu-bench.md).
+which leaves time to run it again; see docs/results/gpu.md).
 
 CPU smoke check (float32, tiny settings, about 10 s on one core; its figures are no GPU figures):
 

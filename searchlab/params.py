@@ -422,7 +422,8 @@ class RolloutParams(Section):
     extractive_answers: bool = Field(False, description="the text inside `<answer>` may only copy whole words of the "
                                                         "question or of the passages the episode was shown (for small "
                                                         "models that miscopy names and numbers; see 'Extractive "
-                                                        "answers' in docs/sft.md); `hf` engine only")
+                                                        "answers' in docs/methods/agent-protocol.md); `hf` engine "
+                                                        "only")
     engine: Literal["hf", "vllm"] = Field("hf", description="`hf`: Hugging Face `generate` (CPU or GPU, KV cache kept "
                                                             "across turns); `vllm`: a vLLM engine with prefix caching "
                                                             "(GPU machines with `vllm` installed)")

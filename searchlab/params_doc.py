@@ -35,16 +35,22 @@ COMMAND = "searchlab params-doc"
 # Hand-written pages that say more about a section than its rows can (relative to docs/).
 SEE_ALSO: dict[str, str] = {
     "corpus": "importing a corpus, and your own semi-structured records: [own-data.md](own-data.md#importing-a-corpus)",
-    "index": "the retriever and its indexes: [retriever.md](retriever.md)",
-    "retriever": "the retriever, its server and its measurements: [retriever.md](retriever.md)",
-    "qa": "BMGQ-style question synthesis, filters, demonstrations: [qa-synthesis.md](qa-synthesis.md); "
-          "your own labeled questions: [own-data.md](own-data.md)",
-    "model": "the tiny model, its tokenizer and pretraining: [sft.md](sft.md); a real pretrained model: "
-             "[smollm2.md](smollm2.md)",
-    "sft": "SFT: [sft.md](sft.md)",
-    "rl": "rewards, advantage estimators, curricula and the newer techniques, measured: [rl.md](rl.md)",
-    "selfplay": "search self-play, measured: [selfplay.md](selfplay.md)",
-    "eval": "systems, metrics, intervals and external benchmark files: [evaluation.md](evaluation.md)",
+    "index": "the retriever and its indexes: [methods/retrieval.md](methods/retrieval.md)",
+    "retriever": "the retriever and its server: [methods/retrieval.md](methods/retrieval.md); serving it to other "
+                 "machines: [deploy.md](deploy.md#a-shared-retriever); its benchmarks: "
+                 "[results/retrieval.md](results/retrieval.md)",
+    "qa": "BMGQ-style question synthesis, filters, demonstrations: [methods/synthesis.md](methods/synthesis.md); "
+          "your own labeled questions: [the README](../README.md#your-own-corpus-questions-and-model), its example "
+          "profile measured: [results/own-data.md](results/own-data.md)",
+    "model": "the tiny model, its tokenizer and pretraining: [methods/sft.md](methods/sft.md); a real pretrained "
+             "model: [methods/smollm2.md](methods/smollm2.md)",
+    "rollout": "the agent protocol and extractive answers: [methods/agent-protocol.md](methods/agent-protocol.md)",
+    "sft": "SFT: [methods/sft.md](methods/sft.md), measured: [results/sft.md](results/sft.md)",
+    "rl": "rewards, advantage estimators, curricula and the newer techniques: [methods/rl.md](methods/rl.md), "
+          "measured: [results/rl.md](results/rl.md)",
+    "selfplay": "search self-play: [methods/selfplay.md](methods/selfplay.md), measured: "
+                "[results/selfplay.md](results/selfplay.md)",
+    "eval": "systems, metrics, intervals and external benchmark files: [methods/evaluation.md](methods/evaluation.md)",
     "tracking": "MLflow naming and the registry: [reproducibility.md](reproducibility.md)",
 }
 

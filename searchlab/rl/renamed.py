@@ -6,7 +6,7 @@ EM of the demo's sft policy is 0.49 on training questions it was never RL-traine
 on against 0.33 on held-out ones, and after 60 GRPO steps it answers 29% of
 oblique training questions against 0% before, while held-out oblique stays at
 3%: the reward pays for recalling SFT-seen facts, which does not carry to
-held-out answers (docs/rl.md, "Recall, not reading").
+held-out answers (docs/results/rl.md, "Recall or reading?").
 
 Here every step's episodes play in the world under a random permutation of the
 corpus titles (:meth:`~searchlab.train.renaming.TitleRenamer.permutation`): the

@@ -8,7 +8,7 @@ A name nothing points to can only be asked about through its own facts, where
 the proposer, whose searches then return the seed's own passages, mostly writes
 a question that names it: on the demo, 2 of 144 such proposals were verified
 against 11 of 336 for referenced names; no seed that was a number ever led the
-tiny proposer to a verified question (0 of 56) (docs/selfplay.md).
+tiny proposer to a verified question (0 of 56) (docs/results/selfplay.md).
 A KB without relations gives all its entities' names.
 Answers the qa stage reserves for the benchmark suites are left out (the
 same hash decides, :func:`searchlab.synth.pipeline.is_heldout`), so self-play
