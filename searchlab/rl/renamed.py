@@ -1,12 +1,13 @@
 """Training episodes in a renamed world (``rl.renamed``): what the policy remembers of the corpus's names cannot pay.
 
 The rl stage trains on the qa stage's training questions, whose answers the
-sft demonstrations already showed (once under their own names). Greedy agent
-EM of the demo's sft policy is 0.49 on training questions it was never RL-trained
-on against 0.33 on held-out ones, and after 60 GRPO steps it answers 29% of
-oblique training questions against 0% before, while held-out oblique stays at
-3%: the reward pays for recalling SFT-seen facts, which does not carry to
-held-out answers (docs/results/rl.md, "Recall or reading?").
+sft demonstrations already showed (once under their own names), so a policy
+could earn the reward by recalling a remembered name instead of reading. On
+the demo the sft policy does answer partly from memory (greedy EM 0.56 on
+training questions against 0.34 on held-out ones), but RL was not found to
+feed on it, and training in the renamed world did not change held-out EM
+(docs/results/rl.md, "Recall or reading?"). The option is for corpora whose
+training answers sft has seen: with it, only reading can earn the reward.
 
 Here every step's episodes play in the world under a random permutation of the
 corpus titles (:meth:`~searchlab.train.renaming.TitleRenamer.permutation`): the
