@@ -293,24 +293,6 @@ class KeywordRetriever:
         pass
 
 
-class Timed:
-    """Counts a retriever's calls and seconds (as searchlab.retrieval.base.TimedRetriever)."""
-
-    def __init__(self, inner):
-        self.inner, self.calls, self.seconds = inner, 0, 0.0
-
-    def search(self, queries, k):
-        began = time.perf_counter()
-        try:
-            return self.inner.search(queries, k)
-        finally:
-            self.seconds += time.perf_counter() - began
-            self.calls += 1
-
-    def close(self) -> None:
-        self.inner.close()
-
-
 # ---------------------------------------------------------------- forcing (bench/rollout.py's, copied)
 def sync(device: torch.device) -> None:
     if device.type == "cuda":
@@ -402,36 +384,13 @@ def bench_sft(folder: str, args, device, dtype, vocab: int, batch: int, checkpoi
 
 
 # ---------------------------------------------------------------- 2. rollouts
-def plain_generate(model, tok, prompts, new_tokens: int, banned, sampling: dict) -> tuple[int, float]:
-    from bench.rollout import Force  # bench/rollout.py's forcing: imported once searchlab.params is importable
-
-    from transformers import LogitsProcessorList
-
-    from searchlab.agent.rollout import encode_prompt
-
-    contexts = [encode_prompt(tok, p) for p in prompts]
-    width = max(map(len, contexts))
-    pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
-    ids = torch.tensor([[pad] * (width - len(c)) + c for c in contexts], device=model.device)
-    mask = torch.tensor([[0] * (width - len(c)) + [1] * len(c) for c in contexts], device=model.device)
-    sync(model.device)
-    began = time.perf_counter()
-    with torch.inference_mode():
-        out = model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=new_tokens, num_beams=1,
-                             repetition_penalty=1.0, pad_token_id=pad, eos_token_id=tok.eos_token_id,
-                             logits_processor=LogitsProcessorList([Force(banned, None, width)]), **sampling)
-    sync(model.device)
-    seconds = time.perf_counter() - began
-    return int((out[:, width:] != pad).sum()), seconds
-
-
 def bench_rollout(folder: str, args, device, dtype, questions: list[str], retriever, rcfg: dict) -> dict:
-    from bench.rollout import Forced
-
     import searchlab.params as sp
+    from bench.rollout import Forced, plain_generate
     from searchlab.agent.protocol import SPECIAL_TOKENS, instruction
     from searchlab.agent.rollout import rollout, summarize
     from searchlab.model import load_model
+    from searchlab.retrieval.base import TimedRetriever
 
     model, tok = load_model(folder, dtype=str(dtype).replace("torch.", ""), device=device)
     questions = questions[:args.rollout_batch_size]
@@ -444,7 +403,7 @@ def bench_rollout(folder: str, args, device, dtype, questions: list[str], retrie
                               batch_size=len(questions), seed=0, extractive_answers=False, engine="hf")
     sampling = (dict(do_sample=True, temperature=temperature, top_p=rcfg["top_p"], top_k=0) if temperature > 0
                 else dict(do_sample=False))
-    timed = Timed(retriever)
+    timed = TimedRetriever(retriever)
 
     def run_rollout(reuse: bool, turns_: int = turns, m_: int = m):
         forced = Forced(model, tok, questions, turns_, m_, args.search_share, banned)
@@ -457,13 +416,13 @@ def bench_rollout(folder: str, args, device, dtype, questions: list[str], retrie
         return time.perf_counter() - began, forced.seconds, result
 
     # warm-up: first-call costs (kernels, allocator, caches) are not what is compared
-    plain_generate(model, tok, prompts, 8, banned, sampling)
+    plain_generate(model, tok, prompts, 8, banned, **sampling)
     run_rollout(True, 2, 8)
-    timed.calls, timed.seconds = 0, 0.0
+    timed.reset()
     reset_peak(device)
     runs: dict[str, list] = {"plain": [], "rollout": [], "no_reuse": []}
     for _ in range(args.repeats):  # alternate, so load from elsewhere hits all alike
-        runs["plain"].append(plain_generate(model, tok, prompts, m * turns, banned, sampling))
+        runs["plain"].append(plain_generate(model, tok, prompts, m * turns, banned, **sampling))
         runs["rollout"].append(run_rollout(True))
         if not args.skip_no_reuse:
             runs["no_reuse"].append(run_rollout(False))

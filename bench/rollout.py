@@ -171,7 +171,10 @@ def sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def plain_generate(model, tok, prompts: list[str], new_tokens: int, banned: list[int]) -> tuple[int, float]:
+def plain_generate(model, tok, prompts: list[str], new_tokens: int, banned: list[int],
+                   **sampling) -> tuple[int, float]:
+    """(new tokens, seconds) of one plain ``generate`` call over ``prompts``; greedy unless ``sampling`` says
+    otherwise (``do_sample``, ``temperature``, ``top_p``)."""
     contexts = [encode_prompt(tok, p) for p in prompts]
     width = max(map(len, contexts))
     pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
@@ -180,10 +183,10 @@ def plain_generate(model, tok, prompts: list[str], new_tokens: int, banned: list
     sync(model.device)
     began = time.perf_counter()
     with torch.inference_mode():
-        out = model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=new_tokens, do_sample=False,
-                             repetition_penalty=1.0, num_beams=1,
-                             pad_token_id=pad, eos_token_id=tok.eos_token_id,
-                             logits_processor=LogitsProcessorList([Force(banned, None, width)]))
+        out = model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=new_tokens, num_beams=1,
+                             repetition_penalty=1.0, pad_token_id=pad, eos_token_id=tok.eos_token_id,
+                             logits_processor=LogitsProcessorList([Force(banned, None, width)]),
+                             **(sampling or {"do_sample": False}))
     sync(model.device)
     seconds = time.perf_counter() - began
     new = out[:, width:]
