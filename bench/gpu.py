@@ -5,8 +5,8 @@ nothing else is needed, nothing is downloaded, no Java, no index, no data/):
 
     PYTHONUNBUFFERED=1 python3 bench/gpu.py --out $OUT   # writes $OUT/gpu_bench.json, prints a table
 
-(not yet run on a GPU; expected to take a few minutes: give the run a timeout_s of about 480,
-which leaves time to run it again; see docs/results/gpu.md).
+(about 100 s on an H200: give the run a timeout_s of about 300, which leaves time to run it again;
+figures in docs/results/gpu.md).
 
 CPU smoke check (float32, tiny settings, about 10 s on one core; its figures are no GPU figures):
 
