@@ -4,7 +4,8 @@ The field trains search agents on existing labeled sets (NQ + HotpotQA train in 
 JSONL, ...). :func:`import_questions` reads each ``qa.files`` entry with the reader evaluation uses
 (:func:`searchlab.eval.benchmarks.load_benchmark`: one parser per format in the project), drops the questions an
 evaluated benchmark also holds (the same normalised text, or the same id), splits a dev share off by a seeded hash
-of the question, and writes the schema the sft, rl and selfplay stages read:
+of the question, and writes the records (:class:`~searchlab.record.QuestionRecord`) the sft, rl and selfplay stages
+read:
 
 - ``train.jsonl`` / ``dev.jsonl``: ``{id, type, question, answers, evidence: null, features: {bucket: null},
   source, metadata}``; ``type`` and ``source`` are the file's name in ``qa.files``, the bucket is unknown (no
@@ -18,11 +19,13 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
-from searchlab.eval.benchmarks import BenchmarkError, Question, load_benchmark
+from searchlab.eval.benchmarks import BenchmarkError, load_benchmark
 from searchlab.jsonl import write_jsonl
 from searchlab.params import QAParams, QuestionFileParams
+from searchlab.record import QuestionRecord
 from searchlab.scoring import normalize_answer
 
 # Ids a file does not give are made from its name: training files get a name of their own, so a made-up id such
@@ -35,7 +38,7 @@ class OverlapError(ValueError):
 
 
 def read_files(files: dict[str, QuestionFileParams], root: Path, key: str,
-               suffix: str = "") -> dict[str, list[Question]]:
+               suffix: str = "") -> dict[str, list[QuestionRecord]]:
     """``{name: questions}`` of each file (a seeded sample where one is asked for), ids the file does not give made
     from ``name + suffix``; a ValueError naming ``<key>.<name>`` and the file, line and key at fault for one that
     does not load."""
@@ -51,7 +54,7 @@ def read_files(files: dict[str, QuestionFileParams], root: Path, key: str,
     return loaded
 
 
-def overlap(train: list[Question], benchmark: list[Question]) -> list[tuple[Question, str]]:
+def overlap(train: list[QuestionRecord], benchmark: list[QuestionRecord]) -> list[tuple[QuestionRecord, str]]:
     """The training questions ``benchmark`` holds too, each with how it matched: ``"text"`` (the same question
     after SQuAD normalisation) or ``"id"`` (the same id)."""
     texts = {normalize_answer(q.question) for q in benchmark}
@@ -125,10 +128,9 @@ def import_questions(qa: QAParams, benchmarks: dict[str, QuestionFileParams], ro
     return counts
 
 
-def _record(name: str, q: Question) -> dict:
-    """The qa stage's question record for a question read from file ``name``."""
-    return {"id": q.id, "type": name, "question": q.question, "answers": q.answers, "evidence": None,
-            "features": {"bucket": None}, "source": name, "metadata": q.metadata}
+def _record(name: str, q: QuestionRecord) -> dict:
+    """The stored line of a question read from file ``name`` (its type and source): evidence and bucket unknown."""
+    return replace(q, type=name, evidence=None, features={"bucket": None}, source=name).to_json()
 
 
 def datasheet(report: dict, train: int, dev: int) -> str:

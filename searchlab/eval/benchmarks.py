@@ -36,11 +36,12 @@ from __future__ import annotations
 
 import json
 import random
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from searchlab.jsonl import RecordError, decode_text, iter_jsonl
+from searchlab.record import QuestionRecord
 
 __all__ = ["FORMATS", "BenchmarkError", "Question", "detect_format", "load_benchmark"]
 
@@ -62,15 +63,9 @@ _HOTPOTQA_DROPPED = frozenset({"context", "supporting_facts"})
 _SEARCH_R1_DROPPED = frozenset({"prompt", "reward_model", "golden_answers"})
 
 
-@dataclass(frozen=True)
-class Question:
-    """One benchmark question: its id, text, gold answers (non-empty, each a non-blank string) and the rest."""
-
-    id: str
-    question: str
-    answers: list[str]
-    metadata: dict
-    where: str = field(default="", compare=False)  # "<file>: line N" (record N, row N) it was read from
+#: A benchmark question: the stored question record with its id, text, gold answers (non-empty, each a non-blank
+#: string), metadata (the record's other keys) and ``where`` it was read.
+Question = QuestionRecord
 
 
 class BenchmarkError(ValueError):

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from searchlab.jsonl import read_jsonl, write_jsonl
 from searchlab.params import QUESTION_TYPES, BenchmarksParams
+from searchlab.record import QuestionRecord
 from searchlab.scoring import normalize_answer
 
 #: The suites' name prefix for each corpus source that has a knowledge base (the others have no questions).
@@ -43,7 +44,7 @@ def write_suites(params: BenchmarksParams, qa_dir: Path, out_dir: Path,
     """Write ``out_dir/<prefix>-<type>.jsonl`` (``{id, question, golden_answers, metadata}``; the prefix from
     :func:`suite_prefix`: ``world`` or ``records``) from ``qa_dir/heldout.jsonl``; return question counts per suite
     and the answer overlap with training (must be 0)."""
-    heldout = read_jsonl(qa_dir / "heldout.jsonl")
+    heldout = [QuestionRecord.from_json(r) for r in read_jsonl(qa_dir / "heldout.jsonl")]
     trained = {normalize_answer(a) for name in ("train.jsonl", "dev.jsonl")
                for r in read_jsonl(qa_dir / name) for a in r["answers"]}
     rng = random.Random(params.seed)
@@ -51,13 +52,17 @@ def write_suites(params: BenchmarksParams, qa_dir: Path, out_dir: Path,
     overlap = 0
     for t in QUESTION_TYPES:
         name = suite_name(t, corpus_source)
-        of_type = [r for r in heldout if r["type"] == t]
-        chosen = sorted(rng.sample(of_type, min(params.size, len(of_type))), key=lambda r: r["id"])
-        rows = [{"id": r["id"], "question": r["question"], "golden_answers": r["answers"],
-                 "metadata": {"type": t, "hops": r["hops"], "bucket": r["features"]["bucket"],
-                              "answer_rank": r["features"]["answer_rank"], "answer_entity": r["answer_entity"],
-                              "evidence": r["evidence"]}} for r in chosen]
-        overlap += sum(any(normalize_answer(a) in trained for a in r["golden_answers"]) for r in rows)
-        write_jsonl(out_dir / f"{name}.jsonl", rows)
-        counts[name] = len(rows)
+        of_type = [r for r in heldout if r.type == t]
+        chosen = sorted(rng.sample(of_type, min(params.size, len(of_type))), key=lambda r: r.id)
+        overlap += sum(any(normalize_answer(a) in trained for a in r.answers) for r in chosen)
+        write_jsonl(out_dir / f"{name}.jsonl", [_suite_question(r).to_flashrag() for r in chosen])
+        counts[name] = len(chosen)
     return {**counts, "train_answer_overlap": overlap}
+
+
+def _suite_question(r: QuestionRecord) -> QuestionRecord:
+    """A held-out question as its suite holds it: what reports break scores down by (type, hops, ...) as metadata."""
+    return QuestionRecord(id=r.id, question=r.question, answers=r.answers,
+                          metadata={"type": r.type, "hops": r.hops, "bucket": r.features["bucket"],
+                                    "answer_rank": r.features["answer_rank"], "answer_entity": r.answer_entity,
+                                    "evidence": r.evidence})

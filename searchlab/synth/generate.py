@@ -30,6 +30,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
 from searchlab.corpus.records import boolean_question, is_year
+from searchlab.record import QuestionRecord
 from searchlab.scoring import normalize_answer
 from searchlab.synth.kb import KB, Entity, Fact
 from searchlab.synth.lexicon import STYLE, Phrasing, article, fix_articles, is_person, phrasing, type_noun, words
@@ -73,8 +74,13 @@ class Question:
     compare: dict | None = None  # {"predicate", "direction": "max"|"min", "options": [id, id]}
     features: dict = field(default_factory=dict)
 
+    def to_record(self) -> QuestionRecord:
+        """The question as the qa stage stores it (its constraints as JSON objects)."""
+        return QuestionRecord(**asdict(self))
+
     def to_json(self) -> dict:
-        return asdict(self)
+        """The stored line: ``to_record().to_json()``."""
+        return self.to_record().to_json()
 
 
 class Builder:

@@ -10,9 +10,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from searchlab.eval.benchmarks import load_benchmark
 from searchlab.jsonl import read_jsonl
 from searchlab.params import QAParams, QuestionFileParams
 from searchlab.questions import OverlapError, import_questions, is_dev
+from searchlab.record import ABSENT, QuestionRecord
 
 PROMPT = "Answer the given question. ... For example, <answer> Beijing </answer>. Question: {q}\n"
 
@@ -84,3 +86,21 @@ def test_a_bad_training_file_is_named_by_key_file_line_and_key(tmp_path):
     qa = QAParams(source="files", files={"mine": QuestionFileParams(path="train.jsonl")})
     with pytest.raises(ValueError, match=r"qa.files.mine: .*train.jsonl: line 2: key 'golden_answers' is missing"):
         import_questions(qa, {}, tmp_path, tmp_path)
+
+
+def test_a_record_reads_back_every_field_in_the_key_order_it_was_written(tmp_path):
+    synthesized = {"id": "bridge-e7-1", "type": "bridge", "question": "Which river flows through Ana's town?",
+                   "answers": ["Nal River"], "answer_entity": None, "slot": {"predicate": "river"}, "hops": 2,
+                   "constraints": [{"text": "born in", "op": "hop", "via": None}], "evidence": ["e7-0", "e8-1"],
+                   "mentions": ["e7"], "compare": None, "features": {"bucket": "medium", "answer_rank": 4}}
+    imported = {"id": "nq-train_0", "type": "nq", "question": "Wo liegt Köln?", "answers": ["NRW"], "evidence": None,
+                "features": {"bucket": None}, "source": "nq", "metadata": {"data_source": "nq"}}
+    for line in (synthesized, imported):
+        record = QuestionRecord.from_json(line)
+        assert record.to_json() == line and list(record.to_json()) == list(line)  # None kept, ABSENT left out
+        assert QuestionRecord.from_json(json.loads(json.dumps(record.to_json()))) == record
+    assert QuestionRecord.from_json(imported).hops is ABSENT and QuestionRecord.from_json(synthesized).compare is None
+    # a suite line is read back by evaluation's reader into an equal record
+    suite = QuestionRecord("s-1", "Capital of France?", ["Paris"], {"type": "single", "evidence": None})
+    (tmp_path / "suite.jsonl").write_text(json.dumps(suite.to_flashrag()) + "\n")
+    assert load_benchmark(tmp_path / "suite.jsonl", "suite") == [suite]
