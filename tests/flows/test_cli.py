@@ -21,10 +21,10 @@ FLASHRAG_LINE = '{"id": "q1", "question": "Who?", "golden_answers": ["Ann"]}\n'
     (["run", "sft", "--force", "evaluate"],
      "--force evaluate: not among the stages of this run (corpus, index, qa, base, sft); name it as a stage to run too"),
     (["run", "--set", "nosuch.key=1"], "error: invalid params:\n  nosuch (from --set nosuch.key=1): unknown key"),
-    (["run", "--set", "retriever.max_topk=2"], "retriever (line 10, --set retriever.max_topk=2): retriever.topk (3) "
+    (["run", "--set", "retriever.max_topk=2"], "retriever (line 13, --set retriever.max_topk=2): retriever.topk (3) "
                                                "is over retriever.max_topk (2)"),
     (["serve-retriever", "--set", "retriever.max_topk=2"], "retriever.topk (3) is over retriever.max_topk (2)"),
-    (["run", "--set", "model.tiny.kv_heads=3"], "model.tiny (line 20, --set model.tiny.kv_heads=3): model.tiny.heads 2 "
+    (["run", "--set", "model.tiny.kv_heads=3"], "model.tiny (line 23, --set model.tiny.kv_heads=3): model.tiny.heads 2 "
                                                 "is not divisible by model.tiny.kv_heads 3"),
     (["run", "--set", "eval.suites=[world-singel]"], "--set eval.suites=[world-singel]"),  # brackets are not markup
     (["run", "--set", "eval.benchmarks.mine.path=mine.jsonl"],

@@ -81,7 +81,7 @@ def test_pipeline_caches_and_reruns_only_what_changed(prefect_server, tmp_path):
                       "sft": "Cached", "rl": "Cached", "selfplay": "Cached", "evaluate": "Completed"}
 
     # an sft param retrains from the base model as it is: no new tokenizer, no new pretraining
-    summary, states = run("benchmarks.size=5", "sft.learning_rate=0.002")
+    summary, states = run("benchmarks.size=5", "sft.learning_rate=0.003")
     assert states == {**dict.fromkeys(stages[:5], "Cached"), "sft": "Completed", "rl": "Completed",
                       "selfplay": "Completed", "evaluate": "Completed"}
 

@@ -234,7 +234,8 @@ def test_extends_cannot_come_from_an_override(tmp_path):
         load_params(_write(tmp_path / "p.yaml", "index:\n  threads: 1\n"), ["extends=other.yaml"])
 
 
-@pytest.mark.parametrize("name, parent", [("smollm2.yaml", "default.yaml"), ("gpu-qwen2.5-3b.yaml", "schema"),
+@pytest.mark.parametrize("name, parent", [("smollm2.yaml", "default.yaml"), ("smoke.yaml", "default.yaml"),
+                                          ("gpu-qwen2.5-3b.yaml", "schema"),
                                           ("own-data.yaml", "schema")])
 def test_the_shipped_profiles_state_their_differences(name, parent):
     import yaml
@@ -245,7 +246,7 @@ def test_the_shipped_profiles_state_their_differences(name, parent):
     assert "extends" not in yaml.safe_load((REPO / "params/default.yaml").read_text())  # the demo: the schema's
 
 
-@pytest.mark.parametrize("name", ["default.yaml", "smollm2.yaml", "gpu-qwen2.5-3b.yaml", "own-data.yaml"])
+@pytest.mark.parametrize("name", ["default.yaml", "smollm2.yaml", "smoke.yaml", "gpu-qwen2.5-3b.yaml", "own-data.yaml"])
 def test_a_shipped_profile_writes_no_key_its_parent_already_gives(name):
     import yaml
 

@@ -89,7 +89,9 @@ def test_budgets_that_cannot_fit_the_model_s_positions_are_refused_naming_the_ke
     found = preflight(load_params(REPO / "params/smoke.yaml", too_many), Path("params/smoke.yaml"), REPO,
                       overrides=too_many)
     [problem] = found.problems
-    assert (problem.key, problem.where) == ("rollout", "params/smoke.yaml line 23")
+    rollout_line = next(n for n, line in enumerate((REPO / "params/smoke.yaml").read_text().splitlines(), 1)
+                        if line.startswith("rollout:"))
+    assert (problem.key, problem.where) == ("rollout", f"params/smoke.yaml line {rollout_line}")
     assert "rollout.max_turns (6) x rollout.max_new_tokens (48) + 5 x rollout.max_information_tokens (160) = " \
            "1088 tokens, and the model reads 1024 positions (model.tiny.max_positions)" in problem.message
 
