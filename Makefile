@@ -4,7 +4,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-$(shell cat requirements.lock requirements-data.lock pyproject.toml | sha256sum | cut -c1-12)
 PARAMS ?= params/default.yaml
 
-.PHONY: setup demo test bench clean-data
+.PHONY: setup demo test test-fast bench clean-data
 
 setup: $(STAMP)
 
@@ -23,7 +23,11 @@ demo: setup
 	$(VENV)/bin/searchlab run --params $(PARAMS)
 
 test: setup
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q --durations=15
+
+# The inner loop: every test that starts no server and trains no pipeline (`slow` marks those), on two processes.
+test-fast: setup
+	$(PY) -m pytest -q -m "not slow" -n 2 --durations=15
 
 bench: setup
 	$(PY) bench/noop_rerun.py
