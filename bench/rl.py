@@ -67,8 +67,10 @@ def main() -> None:
     figures: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as tmp, open_retriever(p.retriever, data / "index") as retriever:
         tmp = Path(tmp)
+        # no dev scoring (it would count in the steps' time) and so the last checkpoint is the output
         rl = p.rl.model_copy(update={"steps": args.steps, "save_steps": args.steps, "samples": 0,
-                                     "curriculum": []})
+                                     "curriculum": [], "dev": p.rl.dev.model_copy(update={"questions": 0}),
+                                     "keep": "last"})
         model, tokenizer = load_model(str(data / "sft"), device="cpu")
         started = time.perf_counter()
         rl_figures = train_rl(rl, p.rollout, model, tokenizer, retriever, data / "qa/train.jsonl",
