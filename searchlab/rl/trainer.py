@@ -19,6 +19,7 @@ from typing import Any, Protocol
 import torch
 from accelerate.utils import gather_object
 from trl import GRPOTrainer
+from trl.trainer.utils import shuffle_sequence_dict, split_tensor_dict
 
 from searchlab.agent.protocol import ANSWER_OPEN
 from searchlab.params import RLParams
@@ -32,7 +33,9 @@ from searchlab.rl.grpo import (
     likelihood_metrics,
     llds_penalty,
 )
+from searchlab.rl.loss_pass import length_sorted, scored_logps_and_entropies, trimmed
 from searchlab.rl.rewards import RewardBreakdown
+from searchlab.train.lm_head import plain_head_applies
 
 
 class Environment(Protocol):
@@ -58,6 +61,7 @@ class SearchGRPOTrainer(GRPOTrainer):
 
     def __init__(self, *args, episodes: Environment, rl: RLParams, **kwargs) -> None:
         self.episodes, self.rl = episodes, rl
+        self._scored = None  # the loss pass's mask of the tokens whose log-probabilities it reads
         super().__init__(*args, rollout_func=self._checked_rollout, reward_funcs=[episodes.reward_func],
                          **kwargs)
 
@@ -86,15 +90,47 @@ class SearchGRPOTrainer(GRPOTrainer):
             output["episode_correct"] = torch.tensor([r.outcome > 0 for r in batch.rewards], device=flat.device)
         return output
 
-    def _get_per_token_logps_and_entropies(self, model, *args, **kwargs):
-        result = super()._get_per_token_logps_and_entropies(model, *args, **kwargs)
+    def _prepare_inputs(self, generation_batch):
+        # TRL's, but the micro-batches are cut from the rollout batch sorted by length, each without the padding
+        # every row of it has (searchlab.rl.loss_pass; bnpo's loss depends on the grouping: shuffled as in TRL)
+        if not self.model.training:
+            return super()._prepare_inputs(generation_batch)
+        if self._step % (self.args.steps_per_generation * self.num_iterations) == 0 or self._buffered_inputs is None:
+            batch = shuffle_sequence_dict(self._generate_and_score_completions(generation_batch))
+            if self.loss_type != "bnpo":
+                batch = length_sorted(batch)
+            self._buffered_inputs = [trimmed(part) for part in split_tensor_dict(batch, self.args.steps_per_generation)]
+        return self._buffered_inputs[self._step % self.args.steps_per_generation]
+
+    def _get_per_token_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep, batch_size=None,
+                                           compute_entropy=False, compute_aux_loss=False, **multimodal):
+        unwrapped = self.accelerator.unwrap_model(model)
+        if (model is unwrapped and plain_head_applies(unwrapped) and not compute_aux_loss
+                and all(value is None for value in multimodal.values())):
+            # the loss pass scores the model's own tokens; the others (old or reference log-probabilities) every one
+            scored = self._scored if self._scored is not None else attention_mask[:, -logits_to_keep:]
+            rows = batch_size or input_ids.size(0)
+            parts = [scored_logps_and_entropies(model, input_ids[start:start + rows],
+                                                attention_mask[start:start + rows], scored[start:start + rows],
+                                                self.temperature, compute_entropy)
+                     for start in range(0, input_ids.size(0), rows)]
+            result = (torch.cat([logps for logps, _ in parts]),
+                      torch.cat([entropy for _, entropy in parts]) if compute_entropy else None, None)
+        else:
+            result = super()._get_per_token_logps_and_entropies(
+                model, input_ids, attention_mask, logits_to_keep, batch_size, compute_entropy, compute_aux_loss,
+                **multimodal)
         if torch.is_grad_enabled():  # the policy's pass inside _compute_loss (the others run without grad)
             self._policy_logps = result[0]
         return result
 
     def _compute_loss(self, model, inputs):
-        loss = super()._compute_loss(model, inputs)
         mask = inputs["completion_mask"] * inputs.get("tool_mask", 1)  # the model's own tokens
+        self._scored = mask  # the only log-probabilities the loss reads: the others are multiplied by 0
+        try:
+            loss = super()._compute_loss(model, inputs)
+        finally:
+            self._scored = None
         logps, old = self._policy_logps, inputs.get("old_per_token_logps")
         likelihood = {}
         if "episode_correct" in inputs:

@@ -215,6 +215,7 @@ def run_figures(trainer, resume: str | None, tokens_before: int, seconds: float)
 
 
 MEGA_BATCH = 4  # batches whose examples are sorted by length together
+LOSS_INPUTS = {"input_ids", "attention_mask", "position_ids", "labels"}  # what labeled_loss reads: all a batch holds
 
 
 def make_trainer(seed: int, **kwargs):
@@ -234,11 +235,13 @@ def make_trainer(seed: int, **kwargs):
     model. Here epoch ``e``'s order is drawn from a generator seeded with
     ``seed + e`` (accelerate's data loader calls ``set_epoch`` every epoch).
 
-    On a CPU the loss is the model's own cross-entropy on the labels. TRL's
-    default, a fused LM head that computes log-probabilities, entropy and top-1
-    accuracy tile by tile, spares a GPU the logits of a 150k-token vocabulary
-    but is pure overhead for the tiny model: it took half of every step
-    (measured: pretraining ran twice as fast without it and without
+    On a CPU the loss is the model's own cross-entropy on the labels, with the
+    LM head run on the labeled positions only (:func:`searchlab.train.lm_head.labeled_loss`:
+    the demonstrations' prompts and information blocks are most of their tokens).
+    TRL's default, a fused LM head that computes log-probabilities, entropy and
+    top-1 accuracy tile by tile, spares a GPU the logits of a 150k-token
+    vocabulary but is pure overhead for the tiny model: it took half of every
+    step (measured: pretraining ran twice as fast without it and without
     gradient checkpointing, with the same loss).
     """
     import torch
@@ -248,6 +251,8 @@ def make_trainer(seed: int, **kwargs):
         get_length_grouped_indices,
     )
     from trl import SFTTrainer
+
+    from searchlab.train.lm_head import labeled_loss, plain_head_applies
 
     class EpochSeededLengthGroupedSampler(LengthGroupedSampler):
         def set_epoch(self, epoch: int) -> None:
@@ -266,9 +271,13 @@ def make_trainer(seed: int, **kwargs):
             return seeded
 
         def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
-            if self.args.use_cpu:
+            if not self.args.use_cpu:
+                return super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
+            if (return_outputs or model is not self.accelerator.unwrap_model(model) or not plain_head_applies(model)
+                    or not set(inputs) <= LOSS_INPUTS):
                 return transformers.Trainer.compute_loss(self, model, inputs, return_outputs, num_items_in_batch)
-            return super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
+            # the Trainer divides a model's loss by the accumulation steps itself unless the model takes the count
+            return labeled_loss(model, inputs, num_items_in_batch if self.model_accepts_loss_kwargs else None)
 
     return Trainer(**kwargs)
 

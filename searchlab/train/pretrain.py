@@ -43,8 +43,8 @@ from searchlab.train.common import (
     tokens_seen,
     trainer_settings,
 )
+from searchlab.train.lm_head import IGNORE
 
-IGNORE = -100
 DRILL_WORDS = (3, 12)  # fewest and most words to copy in a drill
 TEXT_BEFORE, TEXT_BETWEEN = 30, 15  # most words of passage text before the words, and between the two copies
 SEPARATORS = (".", ".\n", ",", ";", " and", ":")

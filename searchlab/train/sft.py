@@ -29,9 +29,9 @@ from searchlab.train.common import (
     trainer_settings,
 )
 from searchlab.train.launch import Job, launch
+from searchlab.train.lm_head import IGNORE
 from searchlab.train.renaming import corpus_titles, rename_demos
 
-IGNORE = -100  # the label PyTorch's cross-entropy skips
 SFT_PROGRESS = {"loss": "loss", "eval loss": "eval_loss"}  # the console's line: label -> logged metric
 
 
