@@ -13,7 +13,9 @@ In one run, on the demo's data (``data/sft``, ``data/base``, ``data/qa``, ``data
    ``rl.temperature``) counts the model's own tokens per second; then one
    ``model.generate`` call on the same prompts samples exactly as many tokens per
    row as the rollouts' mean (``min_new_tokens = max_new_tokens``). Target: the
-   ratio is at least 0.8.
+   ratio is at least 0.8. Both are split into the model's decode steps, its
+   prefills (prompts and information blocks read at once) and the rest
+   (sampling, logits processors, searches, Python), timed by forward hooks.
 3. **Trainer tokens/s against SFT's**: the tokens the loss read (prompts, model
    turns and information blocks of every episode) per second of the non-rollout
    part of the steps, against ``--sft-steps`` steps of the sft trainer on the
@@ -33,6 +35,40 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+
+class ForwardTimes:
+    """The model's forward calls while in the block, timed: decode steps (one new token per row) apart from
+    prefills (a prompt, or a turn's information block, read at once)."""
+
+    def __init__(self, model) -> None:
+        self.model, self.decode_steps, self.decode_s, self.prefill_positions, self.prefill_s = model, 0, 0.0, 0, 0.0
+
+    def __enter__(self) -> "ForwardTimes":
+        def before(module, args, kwargs):
+            self.started = time.perf_counter()
+
+        def after(module, args, kwargs, output):
+            seconds = time.perf_counter() - self.started
+            ids = kwargs.get("input_ids", args[0] if args else None)
+            if ids.shape[1] == 1:
+                self.decode_steps, self.decode_s = self.decode_steps + 1, self.decode_s + seconds
+            else:
+                self.prefill_positions += ids.numel()
+                self.prefill_s += seconds
+
+        self.hooks = [self.model.register_forward_pre_hook(before, with_kwargs=True),
+                      self.model.register_forward_hook(after, with_kwargs=True)]
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for hook in self.hooks:
+            hook.remove()
+
+    def split(self, seconds: float) -> dict:
+        return {"decode_steps": self.decode_steps, "decode_s": round(self.decode_s, 2),
+                "prefill_positions": self.prefill_positions, "prefill_s": round(self.prefill_s, 2),
+                "rest_s": round(seconds - self.decode_s - self.prefill_s, 2)}
 
 
 def main() -> None:
@@ -102,7 +138,8 @@ def main() -> None:
         batch = [q["question"] for q in questions for _ in range(rl.num_generations)]
         params = training_rollout_params(p.rollout, rl, 0, len(batch))
         started = time.perf_counter()
-        episodes = rollout(model, tokenizer, retriever, batch, params)
+        with ForwardTimes(model) as rollout_forwards:
+            episodes = rollout(model, tokenizer, retriever, batch, params)
         rollout_seconds = time.perf_counter() - started
         generated = sum(e.generated_tokens for e in episodes)
         per_row = max(1, round(generated / len(episodes)))
@@ -113,7 +150,7 @@ def main() -> None:
         mask = torch.tensor([[0] * (width - len(x)) + [1] * len(x) for x in prompts])
         torch.manual_seed(0)
         started = time.perf_counter()
-        with torch.inference_mode():
+        with torch.inference_mode(), ForwardTimes(model) as plain_forwards:
             model.generate(input_ids=ids, attention_mask=mask, do_sample=True, temperature=rl.temperature, top_p=1.0,
                            top_k=0, max_new_tokens=per_row, min_new_tokens=per_row, pad_token_id=pad)
         plain_seconds = time.perf_counter() - started
@@ -122,6 +159,13 @@ def main() -> None:
                        generate_tokens_per_s=round(plain_tps, 1), rollout_vs_generate=round(rollout_tps / plain_tps, 3))
         print(f"rollout {rollout_tps:.0f} model tokens/s against plain generate {plain_tps:.0f} tokens/s at batch "
               f"{len(batch)}: ratio {rollout_tps / plain_tps:.2f} (target >= 0.8)")
+        for name, forwards, seconds in (("rollout", rollout_forwards, rollout_seconds),
+                                        ("generate", plain_forwards, plain_seconds)):
+            split = forwards.split(seconds)
+            figures.update({f"{name}_{key}": value for key, value in split.items()})
+            print(f"  {name}: {split['decode_steps']} decode steps {split['decode_s']} s, prefill of "
+                  f"{split['prefill_positions']} positions (prompts, information blocks, their padding) "
+                  f"{split['prefill_s']} s, the rest (sampling, logits processors, searches, Python) {split['rest_s']} s")
 
         # SFT's trainer tokens/s on the same machine, in the same run
         sft = p.sft.model_copy(update={"max_steps": args.sft_steps, "save_steps": args.sft_steps,
