@@ -43,7 +43,7 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     benchmarks = load_benchmarks(p.eval, data / "benchmarks", ROOT)
     with torch_threads(p.eval.threads), open_retriever(p.retriever, data / "index") as retriever:
-        run_evaluation(loaders, p.eval.systems, benchmarks, retriever, p.rollout, out, out / "shards",
+        run_evaluation(loaders, p.eval.model_systems(), benchmarks, retriever, p.rollout, out, out / "shards",
                        p.eval.resamples, p.eval.seed, progress=logging.getLogger("eval").info)
     print((out / "report.md").read_text())
 

@@ -849,11 +849,17 @@ def registry_reference(source: str) -> tuple[str, str] | None:
 
 
 class EvalModelParams(Section):
-    """A model to evaluate under a name of your choosing (the name appears in metric names and files)."""
+    """A model to evaluate, under a name of your choosing (the name appears in metric names and files) or with
+    systems of its own."""
 
-    name: str = Field(pattern=_NAME, description="the name the model is reported under, in metric names and "
-                                                 "prediction files (letters, digits, `_`, `.`, `-`)")
+    name: str | None = Field(None, pattern=_NAME, description="the name the model is reported under, in metric "
+                                                              "names and prediction files (letters, digits, `_`, "
+                                                              "`.`, `-`); null: the name a bare source gets")
     source: str = Field(description="sft, a local Hugging Face folder, or models:/NAME@ALIAS")
+    systems: list[EvalSystem] | None = Field(None, description="the systems this model is evaluated with, in place "
+                                                               "of `eval.systems` (`[agent]`: a trained agent "
+                                                               "without the one-turn baselines); null: "
+                                                               "`eval.systems`")
 
 
 def _model_name(source: str) -> str:
@@ -899,9 +905,10 @@ class EvalParams(Section):
                                                                        "a local Hugging Face folder (relative to the "
                                                                        "project root), `models:/NAME@ALIAS` (the "
                                                                        "folder that registry alias points at), or "
-                                                                       "`{name: N, source: S}` to choose the name it "
-                                                                       "is reported under (by default the stage's "
-                                                                       "name, the folder's name, or `NAME.ALIAS`). "
+                                                                       "`{name: N, source: S, systems: [...]}` to "
+                                                                       "choose the name it is reported under (by "
+                                                                       "default the stage's name, the folder's name, "
+                                                                       "or `NAME.ALIAS`) or its own systems. "
                                                                        "Every model is compared with each earlier one "
                                                                        "on the same questions and system (paired "
                                                                        "test, e.g. `rl/agent vs sft/agent`)")
@@ -939,10 +946,7 @@ class EvalParams(Section):
                                  "'.' and '-', starting with a letter or digit")
             if name in BUILT_IN_SUITES:
                 raise ValueError(f"eval.benchmarks.{name}: the name of a built-in suite; choose another")
-        if not self.systems:
-            raise ValueError("eval.systems: name at least one of direct, rag, agent")
-        if len(set(self.systems)) != len(self.systems):
-            raise ValueError(f"eval.systems: each system once, got {self.systems}")
+        _check_systems("eval.systems", self.systems)
         if not self.models:
             raise ValueError("eval.models: name at least one model, e.g. [sft]")
         for index, entry in enumerate(self.models):
@@ -950,6 +954,8 @@ class EvalParams(Section):
                 registry_reference(entry.source if isinstance(entry, EvalModelParams) else entry)
             except ValueError as err:
                 raise ValueError(f"eval.models.{index}: {err}") from None
+            if isinstance(entry, EvalModelParams) and entry.systems is not None:
+                _check_systems(f"eval.models.{index}.systems", entry.systems)
         self.model_sources()  # two models of one name
         return self
 
@@ -957,13 +963,26 @@ class EvalParams(Section):
         """``{name: source}`` of the models to evaluate, in order; a name given twice is an error."""
         named: dict[str, str] = {}
         for entry in self.models:
-            name, source = (entry.name, entry.source) if isinstance(entry, EvalModelParams) else (
-                _model_name(entry), entry)
+            source = entry.source if isinstance(entry, EvalModelParams) else entry
+            name = entry.name if isinstance(entry, EvalModelParams) and entry.name else _model_name(source)
             if name in named:
                 raise ValueError(f"eval.models: two models are named {name!r} ({named[name]} and {source}); "
                                  "name them with {name: ..., source: ...}")
             named[name] = source
         return named
+
+    def model_systems(self) -> dict[str, list[str]]:
+        """``{name: systems}`` of the models to evaluate, in order: a model's own ``systems`` or ``eval.systems``."""
+        own = [entry.systems if isinstance(entry, EvalModelParams) else None for entry in self.models]
+        return {name: list(systems or self.systems) for name, systems in zip(self.model_sources(), own)}
+
+
+def _check_systems(key: str, systems: list[str]) -> None:
+    """ValueError naming ``key`` for an empty list of systems or one that names a system twice."""
+    if not systems:
+        raise ValueError(f"{key}: name at least one of direct, rag, agent")
+    if len(set(systems)) != len(systems):
+        raise ValueError(f"{key}: each system once, got {systems}")
 
 
 # ---------------------------------------------------------------- tracking / runtime

@@ -159,11 +159,13 @@ def _build(ctx: StageContext) -> dict:
                for name, folder in folders.items()}
     check_lengths(benchmarks, folders, p)
     check_evidence(benchmarks, lambda: indexed_ids(ctx.inputs["index"]), ctx.inputs["index"])
-    shards = len(benchmarks) * len(folders) * len(p.eval.systems)
-    log.info("evaluate: %d benchmark(s) (%d questions) x %d model(s) x %d system(s): %d shards",
-             len(benchmarks), sum(map(len, benchmarks.values())), len(folders), len(p.eval.systems), shards)
+    systems = p.eval.model_systems()
+    pairs = sum(map(len, systems.values()))
+    shards = len(benchmarks) * pairs
+    log.info("evaluate: %d benchmark(s) (%d questions) x %d model-system pair(s) (%d models): %d shards",
+             len(benchmarks), sum(map(len, benchmarks.values())), pairs, len(folders), shards)
     with torch_threads(p.eval.threads), open_retriever(p.retriever, ctx.inputs["index"]) as retriever:
-        results = run_evaluation(loaders, p.eval.systems, benchmarks, retriever, p.rollout, ctx.out_dir,
+        results = run_evaluation(loaders, systems, benchmarks, retriever, p.rollout, ctx.out_dir,
                                  ctx.work_dir / "shards", p.eval.resamples, p.eval.seed, progress=log.info,
                                  sampling=p.eval.sampling)
     speeds = {}

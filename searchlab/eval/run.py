@@ -86,7 +86,8 @@ def check_evidence(benchmarks: Mapping[str, list[Question]], indexed_ids: Callab
                 "metadata.evidence from the file")
 
 
-def run_evaluation(models: Mapping[str, Callable[[], tuple[Any, Any]]], systems: Sequence[str],
+def run_evaluation(models: Mapping[str, Callable[[], tuple[Any, Any]]],
+                   systems: Sequence[str] | Mapping[str, Sequence[str]],
                    benchmarks: Mapping[str, list[Question]], retriever, params: RolloutParams, out_dir: Path,
                    shard_dir: Path, resamples: int = 2000, seed: int = 0,
                    progress: Callable[[str], None] = lambda message: None,
@@ -94,7 +95,8 @@ def run_evaluation(models: Mapping[str, Callable[[], tuple[Any, Any]]], systems:
     """Evaluate, write the outputs, and return the results (written as ``metrics.json`` but for the throughput).
 
     ``models`` maps a model's name (``"sft"``) to a function that loads it as
-    ``(model, tokenizer)``; ``benchmarks`` maps a benchmark's name to its
+    ``(model, tokenizer)``; ``systems`` are every model's, or map each model's name to its own;
+    ``benchmarks`` maps a benchmark's name to its
     questions. Results: ``{"benchmarks": {name: {"questions", "systems":
     {"<model>/<system>": summary}, "comparisons": {"<model>/agent vs
     <model>/rag": paired test on EM}}}, "throughput": {"<model>/<system>":
@@ -107,6 +109,8 @@ def run_evaluation(models: Mapping[str, Callable[[], tuple[Any, Any]]], systems:
     :class:`~searchlab.params.SamplingParams`'s).
     """
     sampling = sampling or SamplingParams()
+    systems_of = dict(systems) if isinstance(systems, Mapping) else {name: list(systems) for name in models}
+    every_system = list(dict.fromkeys(system for name in models for system in systems_of[name]))
     loaded: dict[str, tuple[Any, Any]] = {}
 
     def agent(name: str) -> tuple[Any, Any]:
@@ -120,7 +124,7 @@ def run_evaluation(models: Mapping[str, Callable[[], tuple[Any, Any]]], systems:
     for benchmark, questions in benchmarks.items():
         records_by_key: dict[str, list[dict]] = {}
         for name in models:
-            for system in systems:
+            for system in systems_of[name]:
                 key = f"{name}/{system}"
                 progress(f"evaluate: {benchmark} {key} ({len(questions)} questions)")
 
@@ -152,7 +156,8 @@ def run_evaluation(models: Mapping[str, Callable[[], tuple[Any, Any]]], systems:
             "questions": len(questions),
             "systems": {key: summarize(records, resamples, seed) for key, records in records_by_key.items()},
             "comparisons": {f"{a} vs {b}": compare(records_by_key[a], records_by_key[b], "em", resamples, seed)
-                            for a, b in comparisons(list(models), systems) if a in records_by_key and b in records_by_key},
+                            for a, b in comparisons(list(models), every_system)
+                            if a in records_by_key and b in records_by_key},
         }
         search_counts[benchmark] = {key: [r["searches"] for r in records] for key, records in records_by_key.items()}
     results["throughput"] = {key: {"questions_per_s": round(n / seconds, 3) if seconds else 0.0}
@@ -160,7 +165,7 @@ def run_evaluation(models: Mapping[str, Callable[[], tuple[Any, Any]]], systems:
     # the files hold what the evaluation found, the same on every run of it; the speeds go to the caller alone
     found = {k: v for k, v in results.items() if k != "throughput"}
     write_atomically(out_dir / "metrics.json", lambda out: out.write(json.dumps(found, indent=1).encode()))
-    how = {system: describe(system, params) for system in systems}
+    how = {system: describe(system, params) for system in every_system}
     if "sampled" in how:
         how["sampled"] = describe("sampled", sampled_params(params, sampling.temperature, sampling.seed),
                                   sampling.samples)

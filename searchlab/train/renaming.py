@@ -30,6 +30,36 @@ from searchlab.jsonl import iter_jsonl
 _TRIES = 20  # random draws for an unused title of the right length before a title is kept as it is
 
 
+def _alternation(titles: Iterable[str]) -> str:
+    """A regular expression that matches any of ``titles``, and at a given place the longest one that fits.
+
+    The titles are factored into a trie (``Ada Lovelace|Ada King`` becomes
+    ``Ada (?:King|Lovelace)``): ``re`` tries the branches of a plain
+    alternation one by one, so with thousands of titles every position of a
+    text cost thousands of tries. Where a title ends inside a longer one, the
+    longer continuation is optional and greedy, so it is tried first and the
+    shorter title matches only when the longer one does not fit (the lookahead
+    after it fails), as in an alternation ordered longest first.
+    """
+    trie: dict = {}
+    for title in titles:
+        node = trie
+        for char in title:
+            node = node.setdefault(char, {})
+        node[""] = {}  # a title ends here
+
+    def pattern(node: dict) -> str:
+        branches = [re.escape(char) + pattern(child) for char, child in sorted(node.items()) if char]
+        if not branches:
+            return ""
+        body = branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
+        if "" not in node:
+            return body
+        return ("(?:" + body + ")" if len(branches) == 1 and len(body) > 1 else body) + "?"
+
+    return "(?:" + pattern(trie) + ")"
+
+
 class TitleRenamer:
     """Swaps whole corpus titles in a text for other titles, consistently within one call."""
 
@@ -40,7 +70,7 @@ class TitleRenamer:
         self._by_words: dict[int, list[str]] = {}
         for title in unique:
             self._by_words.setdefault(len(title.split()), []).append(title)
-        self._pattern = re.compile(r"(?<!\w)(?:" + "|".join(map(re.escape, unique)) + r")(?!\w)")
+        self._pattern = re.compile(r"(?<!\w)" + _alternation(unique) + r"(?!\w)")
 
     def rename(self, texts: list[str], rng: random.Random) -> list[str]:
         """``texts`` with every title they mention replaced by another title of as many words (one mapping for all)."""

@@ -72,6 +72,8 @@ def test_ill_typed_value_names_key_and_value(tmp_path):
     ("eval.systems=[rag, rag]", r"eval.systems: each system once"),
     ("eval.models=[sft, models:/agent]", r"eval.models.1: models:/agent: expected models:/NAME@ALIAS"),
     ("eval.models=[sft, /elsewhere/sft]", r"eval.models: two models are named 'sft'"),
+    ("eval.models=[sft, {source: rl, systems: []}]", r"eval.models.1.systems: name at least one"),
+    ("eval.models=[sft, {source: rl, systems: [agent, agent]}]", r"eval.models.1.systems: each system once"),
 ])
 def test_bad_override_is_named(override, message):
     with pytest.raises(ParamsError, match=message):
@@ -110,6 +112,8 @@ def test_eval_defaults_and_the_smoke_profile_keeps_evaluation_tiny():
     assert (default.suites, default.sample, default.benchmarks) == ("all", None, {})
     assert default.model_sources() == {"sft": "sft", "rl": "rl", "selfplay": "selfplay"} and default.systems == ["direct", "rag", "agent"]
     assert default.resamples == 2000
+    # the demo runs the one-turn baselines for sft alone: the trained agents are compared as agents
+    assert default.model_systems() == {"sft": ["direct", "rag", "agent"], "rl": ["agent"], "selfplay": ["agent"]}
     smoke = load_params(REPO / "params/smoke.yaml").eval
     assert smoke.sample <= 3 and smoke.resamples <= 500
 

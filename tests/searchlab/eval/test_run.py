@@ -85,3 +85,22 @@ def test_the_sampled_system_averages_several_sampled_episodes_per_question(model
     mixed = mean_record([{"prediction": "a", "em": 1.0, "f1": 1.0, "cover_em": 1.0, "searches": 1},
                          {"prediction": "b", "em": 0.0, "f1": 0.5, "cover_em": 0.0, "searches": 2}])
     assert (mixed["em"], mixed["f1"], mixed["searches"], mixed["samples"]) == (0.5, 0.75, 1.5, ["a", "b"])
+
+
+def test_a_model_with_systems_of_its_own_runs_only_those_and_is_compared_on_them(model, tok, bm25, tmp_path,
+                                                                                monkeypatch):
+    from searchlab.params import EvalParams
+
+    monkeypatch.setitem(SCRIPTS, "What is the capital of Japan?", ["<answer>Tokyo</answer>"] * 2)  # as above
+
+    eval_params = EvalParams(models=["sft", {"source": "rl", "systems": ["agent"]}])
+    systems = eval_params.model_systems()
+    assert systems == {"sft": ["direct", "rag", "agent"], "rl": ["agent"]}
+    load = lambda: (Scripted(model, tok), tok)  # noqa: E731
+    results = run_evaluation({"sft": load, "rl": load}, systems, BENCHMARKS, bm25, params(), tmp_path / "out",
+                             tmp_path / "shards", resamples=200)
+    capitals = results["benchmarks"]["capitals"]
+    assert list(capitals["systems"]) == ["sft/direct", "sft/rag", "sft/agent", "rl/agent"]
+    assert set(capitals["comparisons"]) == {"sft/agent vs sft/rag", "sft/agent vs sft/direct", "rl/agent vs sft/agent"}
+    assert sorted(p.name for p in (tmp_path / "out/predictions/capitals").iterdir()) == [
+        "rl-agent.jsonl", "sft-agent.jsonl", "sft-direct.jsonl", "sft-rag.jsonl"]

@@ -115,3 +115,15 @@ def test_a_permutation_renames_every_title_into_another_and_restores_it():
     assert shown == (f"{names.forward['Lasas Vemez']} works for {names.forward['Vemez Industries']} in "
                      f"{names.forward['Senneby']}; Sennebyan food.")
     assert renamer.permutation(random.Random(0)) == names and renamer.permutation(random.Random(1)) != names
+
+
+def test_the_title_pattern_matches_what_a_longest_first_alternation_matches():
+    import re
+
+    titles = ["Ada", "Ada King", "Ada Kingsley", "Bo", "Bo (1901)", "K. Ray", "Ray"]
+    text = "Ada Kingsley met Ada Kings and Ada King, Bob and Bo (1901) saw K. Ray; Ray, Ada-Bo, Bo (19"
+    plain = re.compile(r"(?<!\w)(?:" + "|".join(map(re.escape, sorted(titles, key=lambda t: (-len(t), t))))
+                       + r")(?!\w)")
+    found = TitleRenamer(titles)._pattern.findall(text)
+    assert found == plain.findall(text) == ["Ada Kingsley", "Ada", "Ada King", "Bo (1901)", "K. Ray", "Ray", "Ada",
+                                            "Bo", "Bo"]
