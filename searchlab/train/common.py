@@ -70,8 +70,8 @@ class ProgressLog:
         if done < self.due and done != self.total:
             return
         self.due = done + max(1, (self.total or 0) // self.lines)
-        # a step TRL had no reward to log for (every row a filler) logs None
-        figures = "  ".join(f"{label} {_number(self.latest.get(key)):.3f}" for label, key in self.shown.items())
+        # a figure not logged yet (the first eval loss), or logged as None (a step whose rows were all fillers): -
+        figures = "  ".join(f"{label} {_shown(self.latest.get(key))}" for label, key in self.shown.items())
         if done == self.first:
             log.info("%s %d/%d  %s", self.what, done, self.total or done, figures)
             return
@@ -282,5 +282,5 @@ def make_trainer(seed: int, **kwargs):
     return Trainer(**kwargs)
 
 
-def _number(value) -> float:
-    return float("nan") if value is None else value
+def _shown(value) -> str:
+    return "-" if value is None else f"{value:.3f}"

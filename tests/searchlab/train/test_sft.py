@@ -351,3 +351,20 @@ def test_a_worker_s_searchlab_log_records_are_relayed_to_the_launching_process(t
         _relay_logs(tmp_path / "progress.log", done)
     assert [(r.name, r.levelname, r.getMessage()) for r in caplog.records] == [
         ("searchlab.rl", "INFO", "rl: step 3/10 (ETA 0:07)"), ("searchlab.rl", "WARNING", "two ⏎ lines")]
+
+
+def test_the_progress_line_shows_a_figure_not_logged_yet_as_a_dash(caplog):
+    import logging
+
+    from searchlab.train.common import ProgressLog
+    from searchlab.train.sft import SFT_PROGRESS
+
+    progress = ProgressLog("sft: step", SFT_PROGRESS, total=400)
+    progress.latest.update({"loss": 1.23456})
+    with caplog.at_level(logging.INFO, logger="searchlab.train"):
+        progress.step(5)
+        progress.latest.update({"loss": 0.5, "eval_loss": 0.75})
+        progress.step(400)
+    lines = [r.getMessage() for r in caplog.records]
+    assert lines[0] == "sft: step 5/400  loss 1.235  eval loss -"
+    assert lines[1].startswith("sft: step 400/400  loss 0.500  eval loss 0.750  (")
