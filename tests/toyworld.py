@@ -205,7 +205,8 @@ class Recording:
         return getattr(self.model, name)
 
     def generate(self, input_ids, attention_mask, **kwargs):
-        self.cached.append(kwargs.get("past_key_values") is not None)
+        cache = kwargs.get("past_key_values")  # the first call may bring an empty one to fill
+        self.cached.append(cache is not None and cache.get_seq_length() > 0)
         self.widths.append(input_ids.shape[1])
         self.seen += [[i for i, m in zip(ids, mask) if m] for ids, mask in zip(input_ids.tolist(),
                                                                               attention_mask.tolist())]

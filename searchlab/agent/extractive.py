@@ -95,9 +95,11 @@ class ExtractiveAnswers:
         self.tokenizer, self.pad_id = tokenizer, pad_id
         self.sources: list[str] = []
         self.candidates: list[list[int]] = []
+        self.by_first: list[dict[str | None, list[int]]] = []  # per row: candidates by their text's first character
         self.turn_start: int | None = None
         self.answer_opened = False
         self._pieces: dict[int, str] = {}
+        self._spelled: dict[str, list[int]] = {}  # a word's ids, spelled alone and after a space
 
     def _piece(self, token: int) -> str:
         if token not in self._pieces:
@@ -113,17 +115,52 @@ class ExtractiveAnswers:
         self.sources = list(sources)
         self.turn_start = None
         self.answer_opened = answer_opened
-        close = self.tokenizer(ANSWER_CLOSE, add_special_tokens=False)["input_ids"]
-        space = self.tokenizer(" ", add_special_tokens=False)["input_ids"]
-        self.candidates = []
+        fixed = set(self.tokenizer(ANSWER_CLOSE, add_special_tokens=False)["input_ids"])
+        fixed |= set(self.tokenizer(" ", add_special_tokens=False)["input_ids"])
+        self.candidates, self.by_first = [], []
         for text in self.sources:
+            ids = set(self.tokenizer(text, add_special_tokens=False)["input_ids"]) | fixed
             # a word may be spelled with or without its leading space, depending on where the answer starts
-            words = text.split()
-            ids = set(self.tokenizer(text, add_special_tokens=False)["input_ids"])
-            if words:
-                for spelled in self.tokenizer(words + [" " + w for w in words], add_special_tokens=False)["input_ids"]:
-                    ids.update(spelled)
-            self.candidates.append(sorted(ids | set(close) | set(space)))
+            for word in set(text.split()):
+                ids.update(self._spellings(word))
+            self.candidates.append(sorted(ids))
+            self.by_first.append(self._by_first_character(self.candidates[-1]))
+
+    def _spellings(self, word: str) -> list[int]:
+        """The ids of ``word`` tokenized alone and after a space (words recur over turns and rows: kept)."""
+        if word not in self._spelled:
+            alone, spaced = self.tokenizer([word, " " + word], add_special_tokens=False)["input_ids"]
+            self._spelled[word] = alone + spaced
+        return self._spelled[word]
+
+    def _by_first_character(self, candidates: list[int]) -> dict[str | None, list[int]]:
+        """``candidates`` grouped by the first character of their text; under None the tokens :meth:`_viable`
+        must always check: empty texts, texts starting with whitespace, and texts holding ``<`` (a tag)."""
+        groups: dict[str | None, list[int]] = {None: []}
+        for token in candidates:
+            piece = self._piece(token)
+            key = None if not piece or piece[0].isspace() or "<" in piece else piece[0]
+            groups.setdefault(key, []).append(token)
+        return groups
+
+    def _viable(self, r: int, answer: str) -> list[int]:
+        """Row ``r``'s candidates that :func:`allows` could accept after ``answer``: a subset it is exact to check.
+
+        When ``answer`` is a non-empty copy with no trailing whitespace and no
+        ``<``, a piece starting with any other character ``c`` extends it to
+        ``answer.lstrip() + c…``, which can occur in the sources only if ``c``
+        follows an occurrence of ``answer.lstrip()`` there. Checking ``allows`` on
+        every candidate took most of the processor's time.
+        """
+        if not answer or answer[-1].isspace() or "<" in answer:
+            return self.candidates[r]
+        copied, sources, groups = answer.lstrip(), self.sources[r], self.by_first[r]
+        following, at = set(), sources.find(copied)
+        while at >= 0:
+            if at + len(copied) < len(sources):
+                following.add(sources[at + len(copied)])
+            at = sources.find(copied, at + 1)
+        return groups[None] + [token for c in following for token in groups.get(c, ())]
 
     def _open_answer(self, row: list[int]) -> str | None:
         """The answer text this turn has written so far, or None when the row is not inside ``<answer>``."""
@@ -146,7 +183,7 @@ class ExtractiveAnswers:
             answer = self._open_answer(row)
             if answer is None:
                 continue
-            allowed = [t for t in self.candidates[r] if allows(answer, self._piece(t), self.sources[r])]
+            allowed = [t for t in self._viable(r, answer) if allows(answer, self._piece(t), self.sources[r])]
             if not allowed:  # nothing in the sources continues it: leave the model free rather than stall
                 continue
             keep = torch.zeros(scores.shape[1], dtype=torch.bool, device=scores.device)

@@ -231,7 +231,8 @@ class _Batch:
     those would have without holes (generate derives position ids from the
     mask's cumulative sum). Keeping the cache means each turn reads only its new
     tokens instead of re-reading (prefilling) every context again, which on CPUs
-    and small models costs about as much as generating. Without a cache each turn
+    and small models costs about as much as generating. The cache's layers grow
+    in place (:mod:`searchlab.agent.kv_cache`). Without a cache each turn
     starts from the compacted tokens, like a fresh ``generate`` call.
     """
 
@@ -276,9 +277,13 @@ class _Batch:
         import torch
         from transformers import StoppingCriteriaList
 
+        from searchlab.agent.kv_cache import growing_cache
+
         model, criterion = self.model, self.criterion
         self.turn_start = width = self.ids.shape[1]
         criterion.stopped_at = None
+        if self.cache is None and self.reuse_cache:
+            self.cache = growing_cache(model)  # None: generate makes its own
         with torch.inference_mode():
             out = model.generate(input_ids=self.ids, attention_mask=self.mask, past_key_values=self.cache,
                                  use_cache=True, return_dict_in_generate=True,

@@ -115,3 +115,20 @@ def test_vllm_engines_refuse_extractive_answers(tok):
     FakeVLLM.__module__ = "vllm.entrypoints.llm"
     with pytest.raises(ValueError, match="extractive_answers"):
         rollout(FakeVLLM(), tok, None, ["q?"], params(extractive_answers=True))
+
+
+def test_the_processor_s_shortcut_allows_exactly_the_tokens_a_check_of_every_candidate_allows(tok):
+    processor = ExtractiveAnswers(tok, tok.pad_token_id)
+    processor.begin_turn([SOURCES])
+    # prefixes of copies (from word starts, at every character), with and without spaces around them,
+    # unfinished closing tags, and text that is nowhere in the sources
+    starts = [i for i in range(len(SOURCES)) if i == 0 or not SOURCES[i - 1].isalnum()]
+    answers = {"", " ", "  Paris", " Olsadarn </", " 2,572</", " Olsadarn</ans", "Olsadarn\n", " xyzzy"}
+    for start in starts:
+        for end in range(start + 1, min(start + 14, len(SOURCES)) + 1):
+            answers |= {SOURCES[start:end], " " + SOURCES[start:end], " " + SOURCES[start:end] + " "}
+    for answer in sorted(answers):
+        every = {t for t in processor.candidates[0] if allows(answer, processor._piece(t), SOURCES)}
+        shortcut = {t for t in processor._viable(0, answer) if allows(answer, processor._piece(t), SOURCES)}
+        assert shortcut == every, answer
+    assert len(processor._viable(0, " Olsadarn")) < len(processor.candidates[0]) / 4  # the point of it
