@@ -99,7 +99,7 @@ class ExtractiveAnswers:
         self.turn_start: int | None = None
         self.answer_opened = False
         self._pieces: dict[int, str] = {}
-        self._spelled: dict[str, list[int]] = {}  # a word's ids, spelled alone and after a space
+        self._spelled: dict[str, list[int]] = {}  # a word's ids, spelled alone and after a space (see _spell)
 
     def _piece(self, token: int) -> str:
         if token not in self._pieces:
@@ -121,25 +121,29 @@ class ExtractiveAnswers:
         for text in self.sources:
             ids = set(self.tokenizer(text, add_special_tokens=False)["input_ids"]) | fixed
             # a word may be spelled with or without its leading space, depending on where the answer starts
-            for word in set(text.split()):
-                ids.update(self._spellings(word))
+            words = set(text.split())
+            self._spell(words - self._spelled.keys())
+            for word in words:
+                ids.update(self._spelled[word])
             self.candidates.append(sorted(ids))
             self.by_first.append(self._by_first_character(self.candidates[-1]))
 
-    def _spellings(self, word: str) -> list[int]:
-        """The ids of ``word`` tokenized alone and after a space (words recur over turns and rows: kept)."""
-        if word not in self._spelled:
-            alone, spaced = self.tokenizer([word, " " + word], add_special_tokens=False)["input_ids"]
+    def _spell(self, words: set[str]) -> None:
+        """Keep the ids of each of ``words`` tokenized alone and after a space (words recur over turns and rows)."""
+        if not words:
+            return
+        words_ = sorted(words)
+        encoded = self.tokenizer(words_ + [" " + w for w in words_], add_special_tokens=False)["input_ids"]
+        for word, alone, spaced in zip(words_, encoded, encoded[len(words_):]):
             self._spelled[word] = alone + spaced
-        return self._spelled[word]
 
     def _by_first_character(self, candidates: list[int]) -> dict[str | None, list[int]]:
         """``candidates`` grouped by the first character of their text; under None the tokens :meth:`_viable`
-        must always check: empty texts, texts starting with whitespace, and texts holding ``<`` (a tag)."""
+        must always check: texts of whitespace alone (or empty), and texts holding ``<`` (a tag)."""
         groups: dict[str | None, list[int]] = {None: []}
         for token in candidates:
             piece = self._piece(token)
-            key = None if not piece or piece[0].isspace() or "<" in piece else piece[0]
+            key = None if not piece.strip() or "<" in piece else piece[0]
             groups.setdefault(key, []).append(token)
         return groups
 
@@ -147,9 +151,9 @@ class ExtractiveAnswers:
         """Row ``r``'s candidates that :func:`allows` could accept after ``answer``: a subset it is exact to check.
 
         When ``answer`` is a non-empty copy with no trailing whitespace and no
-        ``<``, a piece starting with any other character ``c`` extends it to
-        ``answer.lstrip() + c…``, which can occur in the sources only if ``c``
-        follows an occurrence of ``answer.lstrip()`` there. Checking ``allows`` on
+        ``<``, a piece that starts with a character ``c`` and is not whitespace
+        alone extends it to ``answer.lstrip() + c…``, which can occur in the
+        sources only if ``c`` follows an occurrence of ``answer.lstrip()`` there. Checking ``allows`` on
         every candidate took most of the processor's time.
         """
         if not answer or answer[-1].isspace() or "<" in answer:
