@@ -132,9 +132,9 @@ class ExtractiveAnswers:
         """Keep the ids of each of ``words`` tokenized alone and after a space (words recur over turns and rows)."""
         if not words:
             return
-        words_ = sorted(words)
-        encoded = self.tokenizer(words_ + [" " + w for w in words_], add_special_tokens=False)["input_ids"]
-        for word, alone, spaced in zip(words_, encoded, encoded[len(words_):]):
+        ordered = sorted(words)
+        encoded = self.tokenizer(ordered + [" " + w for w in ordered], add_special_tokens=False)["input_ids"]
+        for word, alone, spaced in zip(ordered, encoded, encoded[len(ordered):]):
             self._spelled[word] = alone + spaced
 
     def _by_first_character(self, candidates: list[int]) -> dict[str | None, list[int]]:
@@ -153,8 +153,9 @@ class ExtractiveAnswers:
         When ``answer`` is a non-empty copy with no trailing whitespace and no
         ``<``, a piece that starts with a character ``c`` and is not whitespace
         alone extends it to ``answer.lstrip() + c…``, which can occur in the
-        sources only if ``c`` follows an occurrence of ``answer.lstrip()`` there. Checking ``allows`` on
-        every candidate took most of the processor's time.
+        sources only if ``c`` follows an occurrence of ``answer.lstrip()``
+        there. Checking ``allows`` on every candidate took most of the
+        processor's time.
         """
         if not answer or answer[-1].isspace() or "<" in answer:
             return self.candidates[r]

@@ -3,9 +3,9 @@
 Transformers' ``DynamicLayer`` appends each step's keys and values with
 ``torch.cat``, which copies every cached column, so a turn of ``n`` tokens over
 a context of ``T`` copies about ``n × T`` columns per layer. A rollout's
-contexts are long (the information blocks) and its turns short, and on a CPU
-those copies were about a sixth of the greedy agent's rollout time (measured in
-docs/results/rl.md). :class:`GrowingLayer` keeps the columns in a buffer with
+contexts are long (the information blocks) and its turns short: on a CPU,
+writing in place made the demo's greedy agent about 15% faster (docs/results/rl.md,
+with the other changes of that table). :class:`GrowingLayer` keeps the columns in a buffer with
 room to spare and returns views of its filled part; the keys and values the
 model reads are the same, so the episodes are too.
 """

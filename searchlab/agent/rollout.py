@@ -444,8 +444,8 @@ def rollout(
     ``temperature``/``top_p`` (no top-k, no repetition penalty, whatever the
     model's generation config says; the draw: :mod:`searchlab.agent.sampling`),
     seeded with ``params.seed`` without touching the caller's random state.
-    Inputs go to ``model.device``. A vLLM engine as ``model`` generates instead (see :class:`_VLLMBatch`; sampling
-    seeded per episode from ``params.seed``).
+    Inputs go to ``model.device``. A vLLM engine as ``model`` generates instead
+    (see :class:`_VLLMBatch`; sampling seeded per episode from ``params.seed``).
 
     ``force_answer`` takes the search action away: every prompt ends with
     ``<answer>`` (appended here, so ``Rollout.prompt`` shows it), the model's

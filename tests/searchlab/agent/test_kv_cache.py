@@ -24,6 +24,11 @@ def test_a_growing_layer_holds_the_same_keys_and_values_as_a_dynamic_layer_throu
     growing.crop(-10)
     dynamic.crop(-10)
     assert torch.equal(growing.keys, dynamic.keys) and growing.get_seq_length() == dynamic.get_seq_length()
+    growing.batch_repeat_interleave(2)
+    dynamic.batch_repeat_interleave(2)
+    keys, values = torch.randn(6, 2, 3, 8), torch.randn(6, 2, 3, 8)
+    got, expected = growing.update(keys, values), dynamic.update(keys, values)
+    assert torch.equal(got[0], expected[0]) and torch.equal(got[1], expected[1])
 
 
 def test_a_decode_step_writes_into_the_buffer_rather_than_copying_it():
