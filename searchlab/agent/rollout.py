@@ -67,7 +67,6 @@ from searchlab.agent.protocol import (
     parse_action,
     step,
 )
-from searchlab.agent.sampling import sampling_processors
 
 if TYPE_CHECKING:  # importing searchlab.agent stays cheap: no pydantic params, and torch only when rolling out
     from searchlab.params import RolloutParams
@@ -442,9 +441,8 @@ def rollout(
     information block at most ``params.max_information_tokens`` tokens of this
     tokenizer. Temperature 0 decodes greedily; otherwise sampling with
     ``temperature``/``top_p`` (no top-k, no repetition penalty, whatever the
-    model's generation config says; the draw: :mod:`searchlab.agent.sampling`),
-    seeded with ``params.seed`` without touching the caller's random state.
-    Inputs go to ``model.device``. A vLLM engine as ``model`` generates instead
+    model's generation config says), seeded with ``params.seed`` without
+    touching the caller's random state. Inputs go to ``model.device``. A vLLM engine as ``model`` generates instead
     (see :class:`_VLLMBatch`; sampling seeded per episode from ``params.seed``).
 
     ``force_answer`` takes the search action away: every prompt ends with
@@ -468,24 +466,22 @@ def rollout(
         raise ValueError(f"got {len(prompts)} prompts for {len(questions)} questions")
     eos_ids = model_eos_ids(model, tokenizer)
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else (eos_ids or [0])[0]
-    # sampling is a logits processor and the greedy pick takes its draw: see searchlab.agent.sampling
+    sampling = params.temperature > 0
     generate_kwargs: dict[str, Any] = dict(
-        max_new_tokens=params.max_new_tokens, do_sample=False, num_beams=1, repetition_penalty=1.0,
+        max_new_tokens=params.max_new_tokens, do_sample=sampling, num_beams=1, repetition_penalty=1.0,
         pad_token_id=pad_id, eos_token_id=eos_ids or None,
     )
+    if sampling:
+        generate_kwargs.update(temperature=params.temperature, top_p=params.top_p, top_k=0)
     criterion = _turn_end_criterion(tokenizer, eos_ids)
     extractive = None
     if params.extractive_answers:
         if is_vllm(model):
             raise ValueError("rollout.extractive_answers needs rollout.engine hf: vLLM has no per-step hook for it")
-        extractive = ExtractiveAnswers(tokenizer, pad_id)
-    processors = [extractive] if extractive is not None else []
-    if params.temperature > 0:
-        processors += sampling_processors(params.temperature, params.top_p)
-    if processors:
         from transformers import LogitsProcessorList
 
-        generate_kwargs["logits_processor"] = LogitsProcessorList(processors)
+        extractive = ExtractiveAnswers(tokenizer, pad_id)
+        generate_kwargs["logits_processor"] = LogitsProcessorList([extractive])
 
     def count_tokens(text: str) -> int:
         return len(encode_completion(tokenizer, text))

@@ -25,7 +25,7 @@ def rl_params(**kw) -> RLParams:
 
 # A random tiny policy rarely ends an episode well, and a group whose episodes all earn the same reward teaches
 # nothing: this seed's episodes differ in reward within some groups, so the runs below do learn.
-SEED = 1
+SEED = 7
 
 
 def seeded_policy(tokenizer):
