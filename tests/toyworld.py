@@ -245,9 +245,8 @@ class Scripted(Recording):
             questions.append(question)
         self.batches.append(questions)
         force = ForceTokens(rows, input_ids.shape[1], self.tok.eos_token_id)
-        # after the rollout's own processors (a sampler among them): the script has the last word
-        processors = transformers.LogitsProcessorList([*(kwargs.pop("logits_processor", None) or []), force])
-        return super().generate(input_ids, attention_mask, logits_processor=processors, **kwargs)
+        return super().generate(input_ids, attention_mask,
+                                logits_processor=transformers.LogitsProcessorList([force]), **kwargs)
 
 
 def params(**kw) -> RolloutParams:
