@@ -100,6 +100,9 @@ class ExtractiveAnswers:
         self.answer_opened = False
         self._pieces: dict[int, str] = {}
         self._spelled: dict[str, list[int]] = {}  # a word's ids, spelled alone and after a space (see _spell)
+        # every answer may close, and words are set apart by spaces
+        self._always = set(tokenizer(ANSWER_CLOSE, add_special_tokens=False)["input_ids"])
+        self._always |= set(tokenizer(" ", add_special_tokens=False)["input_ids"])
 
     def _piece(self, token: int) -> str:
         if token not in self._pieces:
@@ -115,11 +118,9 @@ class ExtractiveAnswers:
         self.sources = list(sources)
         self.turn_start = None
         self.answer_opened = answer_opened
-        fixed = set(self.tokenizer(ANSWER_CLOSE, add_special_tokens=False)["input_ids"])
-        fixed |= set(self.tokenizer(" ", add_special_tokens=False)["input_ids"])
         self.candidates, self.by_first = [], []
         for text in self.sources:
-            ids = set(self.tokenizer(text, add_special_tokens=False)["input_ids"]) | fixed
+            ids = set(self.tokenizer(text, add_special_tokens=False)["input_ids"]) | self._always
             # a word may be spelled with or without its leading space, depending on where the answer starts
             words = set(text.split())
             self._spell(words - self._spelled.keys())

@@ -4,16 +4,17 @@ Transformers' ``DynamicLayer`` appends each step's keys and values with
 ``torch.cat``, which copies every cached column, so a turn of ``n`` tokens over
 a context of ``T`` copies about ``n × T`` columns per layer. A rollout's
 contexts are long (the information blocks) and its turns short: on a CPU,
-writing in place made the demo's greedy agent about 15% faster (docs/results/rl.md,
-with the other changes of that table). :class:`GrowingLayer` keeps the columns in a buffer with
-room to spare and returns views of its filled part; the keys and values the
-model reads are the same, so the episodes are too.
+writing in place made the demo's greedy agent about 15% faster
+(docs/results/rl.md, with the other changes of that table). :class:`GrowingLayer`
+keeps the columns in a buffer with room to spare and returns views of its filled
+part; the keys and values the model reads are the same, so the episodes are too.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import torch
 from transformers.cache_utils import DynamicCache, DynamicLayer
 
 SPARE = 0.25  # the share of room added when a buffer grows: each column is copied a few times at most, amortized
@@ -30,8 +31,6 @@ class GrowingLayer(DynamicLayer):
 
     def _room_for(self, shape: tuple[int, ...]) -> None:
         """Buffers of at least ``length + shape[-2]`` columns, for rows and heads of ``shape``."""
-        import torch
-
         needed = self.length + shape[-2]
         if self._keys is not None and needed <= self._keys.shape[-2]:
             return

@@ -442,8 +442,9 @@ def rollout(
     tokenizer. Temperature 0 decodes greedily; otherwise sampling with
     ``temperature``/``top_p`` (no top-k, no repetition penalty, whatever the
     model's generation config says), seeded with ``params.seed`` without
-    touching the caller's random state. Inputs go to ``model.device``. A vLLM engine as ``model`` generates instead
-    (see :class:`_VLLMBatch`; sampling seeded per episode from ``params.seed``).
+    touching the caller's random state. Inputs go to ``model.device``. A vLLM
+    engine as ``model`` generates instead (see :class:`_VLLMBatch`; sampling
+    seeded per episode from ``params.seed``).
 
     ``force_answer`` takes the search action away: every prompt ends with
     ``<answer>`` (appended here, so ``Rollout.prompt`` shows it), the model's
