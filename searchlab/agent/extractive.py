@@ -93,11 +93,13 @@ class ExtractiveAnswers:
 
     def __init__(self, tokenizer: Any, pad_id: int) -> None:
         self.tokenizer, self.pad_id = tokenizer, pad_id
-        self.sources: list[str] = []
-        self.candidates: list[list[int]] = []
-        self.by_first: list[dict[str | None, list[int]]] = []  # per row: candidates by their text's first character
+        # per row (a batch row, or any key a caller of begin_row_turn uses): its sources, whether its turn opened
+        # inside <answer>, its candidate tokens, and those by their text's first character
+        self.sources: dict[Any, str] = {}
+        self.opened: dict[Any, bool] = {}
+        self.candidates: dict[Any, list[int]] = {}
+        self.by_first: dict[Any, dict[str | None, list[int]]] = {}
         self.turn_start: int | None = None
-        self.answer_opened = False
         self._pieces: dict[int, str] = {}
         self._spelled: dict[str, list[int]] = {}  # a word's ids, spelled alone and after a space (see _spell)
         # every answer may close, and words are set apart by spaces
@@ -111,23 +113,26 @@ class ExtractiveAnswers:
         return self._pieces[token]
 
     def begin_turn(self, sources: Sequence[str], answer_opened: bool = False) -> None:
-        """Set the rows' sources for the next turn and the tokens an answer could be spelled with.
+        """Set the rows' sources for the next ``generate`` and the tokens an answer could be spelled with.
 
         ``answer_opened``: every row's context ends with an ``<answer>`` the turn continues.
         """
-        self.sources = list(sources)
+        self.sources, self.opened, self.candidates, self.by_first = {}, {}, {}, {}
         self.turn_start = None
-        self.answer_opened = answer_opened
-        self.candidates, self.by_first = [], []
-        for text in self.sources:
-            ids = set(self.tokenizer(text, add_special_tokens=False)["input_ids"]) | self._always
-            # a word may be spelled with or without its leading space, depending on where the answer starts
-            words = set(text.split())
-            self._spell(words - self._spelled.keys())
-            for word in words:
-                ids.update(self._spelled[word])
-            self.candidates.append(sorted(ids))
-            self.by_first.append(self._by_first_character(self.candidates[-1]))
+        for r, text in enumerate(sources):
+            self.begin_row_turn(r, text, answer_opened)
+
+    def begin_row_turn(self, row: Any, sources: str, answer_opened: bool = False) -> None:
+        """Set one row's sources for its next turn (:meth:`constrain` names rows by the same keys)."""
+        ids = set(self.tokenizer(sources, add_special_tokens=False)["input_ids"]) | self._always
+        # a word may be spelled with or without its leading space, depending on where the answer starts
+        words = set(sources.split())
+        self._spell(words - self._spelled.keys())
+        for word in words:
+            ids.update(self._spelled[word])
+        self.sources[row], self.opened[row] = sources, answer_opened
+        self.candidates[row] = sorted(ids)
+        self.by_first[row] = self._by_first_character(self.candidates[row])
 
     def _spell(self, words: set[str]) -> None:
         """Keep the ids of each of ``words`` tokenized alone and after a space (words recur over turns and rows)."""
@@ -168,25 +173,24 @@ class ExtractiveAnswers:
             at = sources.find(copied, at + 1)
         return groups[None] + [token for c in following for token in groups.get(c, ())]
 
-    def _open_answer(self, row: list[int]) -> str | None:
-        """The answer text this turn has written so far, or None when the row is not inside ``<answer>``."""
-        text = self.tokenizer.decode([t for t in row if t != self.pad_id], skip_special_tokens=False,
+    def _open_answer(self, generated: list[int], answer_opened: bool) -> str | None:
+        """The answer text a turn has written so far, or None when it is not inside ``<answer>``."""
+        text = self.tokenizer.decode([t for t in generated if t != self.pad_id], skip_special_tokens=False,
                                      clean_up_tokenization_spaces=False)
-        if self.answer_opened:
+        if answer_opened:
             text = ANSWER_OPEN + text
         start = text.rfind(ANSWER_OPEN)
         if start < 0 or ANSWER_CLOSE in text[start:]:
             return None
         return text[start + len(ANSWER_OPEN):]
 
-    def __call__(self, input_ids, scores):
+    def constrain(self, rows: Sequence[Any], generated: Sequence[list[int]], scores):
+        """Mask ``scores[i]`` (the next token's) to what may extend row ``rows[i]``'s open answer, whose turn has
+        generated ``generated[i]`` so far; rows not inside ``<answer>`` are left alone."""
         import torch
 
-        if self.turn_start is None:
-            self.turn_start = input_ids.shape[1]
-        generated = input_ids[:, self.turn_start:].tolist()
-        for r, row in enumerate(generated):
-            answer = self._open_answer(row)
+        for i, (r, turn) in enumerate(zip(rows, generated)):
+            answer = self._open_answer(turn, self.opened[r])
             if answer is None:
                 continue
             allowed = [t for t in self._viable(r, answer) if allows(answer, self._piece(t), self.sources[r])]
@@ -194,8 +198,14 @@ class ExtractiveAnswers:
                 continue
             keep = torch.zeros(scores.shape[1], dtype=torch.bool, device=scores.device)
             keep[torch.tensor(allowed, device=scores.device)] = True
-            scores[r] = torch.where(keep, scores[r], torch.finfo(scores.dtype).min)
+            scores[i] = torch.where(keep, scores[i], torch.finfo(scores.dtype).min)
         return scores
+
+    def __call__(self, input_ids, scores):
+        """The ``generate`` logits processor: every row of the batch, its turn from the first call's width on."""
+        if self.turn_start is None:
+            self.turn_start = input_ids.shape[1]
+        return self.constrain(range(input_ids.shape[0]), input_ids[:, self.turn_start:].tolist(), scores)
 
 
 def constrained_start(tokenizer: Any, completion_ids: Sequence[int], env_mask: Sequence[int]) -> int | None:

@@ -504,12 +504,22 @@ def rollout(
             batch = _VLLMBatch(model, [r.prompt_ids for r in chunk], params, eos_ids, first_seed=params.seed + start)
             _run_chunk(batch, tokenizer, retriever, chunk, params, eos_ids, count_tokens, None, force_answer, limit)
         return results
+    from searchlab.agent.continuous import play as play_continuously
+    from searchlab.agent.continuous import supports as supports_continuous
+
     device = torch.device(model.device)
     cuda = [device.index or 0] if device.type == "cuda" else []
+    continuous = reuse_cache and supports_continuous(model)
     with torch.random.fork_rng(devices=cuda):
         torch.manual_seed(params.seed)
         for start in range(0, len(playing), params.batch_size):
             chunk = playing[start:start + params.batch_size]
+            if continuous:
+                play_continuously(
+                    model, retriever, chunk, params, _sampler(params), _turn_ends(tokenizer, eos_ids), pad_id,
+                    count_tokens, lambda r, ids, opened: _finish_turn(tokenizer, r, ids, eos_ids, opened),
+                    lambda *args: _after_step(tokenizer, params, limit, *args), extractive, force_answer)
+                continue
             batch = _Batch(model, criterion, generate_kwargs, [r.prompt_ids for r in chunk], pad_id, reuse_cache,
                            limit)
             _run_chunk(batch, tokenizer, retriever, chunk, params, eos_ids, count_tokens, extractive, force_answer,
@@ -517,15 +527,93 @@ def rollout(
     return results
 
 
+def _sampler(params: RolloutParams):
+    """The next token of each row from its processed scores, as ``generate`` draws it: greedy at temperature 0,
+    else the temperature and top-p warpers (transformers' own) and a multinomial draw."""
+    import torch
+
+    if params.temperature <= 0:
+        return lambda scores: scores.argmax(dim=-1)
+    from transformers import TemperatureLogitsWarper, TopPLogitsWarper
+
+    warpers = [TemperatureLogitsWarper(params.temperature)] if params.temperature != 1.0 else []
+    if params.top_p < 1.0:
+        warpers.append(TopPLogitsWarper(params.top_p))
+
+    def sample(scores):
+        for warper in warpers:
+            scores = warper(None, scores)
+        return torch.multinomial(torch.softmax(scores, dim=-1), num_samples=1)[:, 0]
+
+    return sample
+
+
+def _turn_ends(tokenizer: Any, eos_ids: list[int]):
+    """Whether a turn's ids so far end it: the last one is EOS or completes ``</search>``, ``</answer>`` or
+    ``</question>`` (one id where the tags are tokens; else the text of the last few, as ``StopStringCriteria``)."""
+    single = [encode_completion(tokenizer, s) for s in STOP_STRINGS]
+    if all(len(ids) == 1 for ids in single):
+        stops = {ids[0] for ids in single} | set(eos_ids)
+        return lambda ids: ids[-1] in stops
+    window = max(map(len, STOP_STRINGS))  # a tag spans at most as many tokens as it has characters
+    eos = set(eos_ids)
+
+    def ends(ids: list[int]) -> bool:
+        if ids[-1] in eos:
+            return True
+        text, before = _decode(tokenizer, ids[-window:]), _decode(tokenizer, ids[-window:-1])
+        return any(s in text and s not in before for s in STOP_STRINGS)
+
+    return ends
+
+
+def _finish_turn(tokenizer: Any, r: Rollout, generated: list[int], eos_ids: list[int], answer_opened: bool,
+                 reported: list[float] | None = None):
+    """Record a model turn into ``r``: the turn cut at its first stop string (:func:`_cut_turn`) and what it did.
+    Returns ``(kept ids, action)``. ``reported``: the engine's log-probabilities of the generated tokens."""
+    ids, text, action = _cut_turn(tokenizer, generated, eos_ids, answer_opened)
+    r.completion += text
+    r.completion_ids += ids
+    r.env_mask += [0] * len(ids)
+    r.generated_tokens += len(ids)
+    r.turns += 1
+    if r.logprobs is not None:  # the kept tokens' (a cut turn keeps a prefix); None once a turn had none
+        r.logprobs = None if reported is None else r.logprobs + reported[:len(ids)]
+    if action.kind == "search":
+        r.searches.append(action.content)
+    elif action.kind == "invalid":
+        r.invalid_actions += 1
+    return ids, action
+
+
+def _after_step(tokenizer: Any, params: RolloutParams, limit: int | None, r: Rollout, action, text: str | None,
+                recorder: _RecordingRetriever, last: bool, began: float) -> list[int] | None:
+    """Record the environment's answer to ``r``'s last action (``text``: what it appends; None: the episode is
+    over). Returns the ids to append, or None when the episode leaves the batch: it answered, was cut off in its
+    last turn, or the text and one more turn would not fit ``limit`` positions (its search ran; the block is not
+    shown)."""
+    if action.kind == "answer":
+        r.answer, r.finished = action.content, True
+    elif action.kind == "question":
+        r.proposed, r.finished = action.content, True
+    elif action.kind == "search" and not last:
+        r.retrieved.append(recorder.ids[action.content])
+    ids = None if text is None else encode_completion(tokenizer, text)
+    if ids is None or not has_room(len(r.prompt_ids) + len(r.completion_ids) + len(ids), params, limit):
+        r.seconds = time.perf_counter() - began
+        return None
+    r.completion += text
+    r.completion_ids += ids
+    r.env_mask += [1] * len(ids)
+    return ids
+
+
 def _run_chunk(batch, tokenizer, retriever, chunk: list[Rollout], params: RolloutParams, eos_ids: list[int],
                count_tokens, extractive: ExtractiveAnswers | None, force_answer: bool = False,
                limit: int | None = None) -> None:
-    """Play one chunk's episodes turn by turn on ``batch`` (a :class:`_Batch` or :class:`_VLLMBatch`).
-
-    With ``force_answer`` the prompts end with ``<answer>``: the first turn continues it (see :func:`rollout`).
-    An episode whose next information block and turn would not fit ``limit`` positions ends there, cut off
-    (its search ran; the block is not shown).
-    """
+    """Play one chunk's episodes turn by turn on ``batch`` (a :class:`_Batch` or :class:`_VLLMBatch`), every
+    episode's turn at once. With ``force_answer`` the prompts end with ``<answer>``: the first turn continues it
+    (see :func:`rollout`)."""
     began = time.perf_counter()
     active = list(chunk)
     for turn in range(params.max_turns):
@@ -536,19 +624,8 @@ def _run_chunk(batch, tokenizer, retriever, chunk: list[Rollout], params: Rollou
         generated = batch.generate()
         actions, kept = [], []
         for i, (r, ids) in enumerate(zip(active, generated)):
-            ids, text, action = _cut_turn(tokenizer, ids, eos_ids, answer_opened)
-            r.completion += text
-            r.completion_ids += ids
-            r.env_mask += [0] * len(ids)
-            r.generated_tokens += len(ids)
-            r.turns += 1
-            if r.logprobs is not None:  # the kept tokens' (a cut turn keeps a prefix); None once a turn had none
-                reported = batch.logprobs[i] if batch.logprobs is not None else None
-                r.logprobs = None if reported is None else r.logprobs + reported[:len(ids)]
-            if action.kind == "search":
-                r.searches.append(action.content)
-            elif action.kind == "invalid":
-                r.invalid_actions += 1
+            reported = batch.logprobs[i] if batch.logprobs is not None else None
+            ids, action = _finish_turn(tokenizer, r, ids, eos_ids, answer_opened, reported)
             actions.append(action)
             kept.append(len(ids))
         batch.keep(kept)
@@ -559,24 +636,10 @@ def _run_chunk(batch, tokenizer, retriever, chunk: list[Rollout], params: Rollou
             recorder, actions, params.topk, params.max_information_tokens, count_tokens)
         rows, new = [], []
         for i, (r, action, text) in enumerate(zip(active, actions, appended)):
-            if action.kind == "answer":
-                r.answer, r.finished = action.content, True
-            elif action.kind == "question":
-                r.proposed, r.finished = action.content, True
-            elif action.kind == "search" and not last:
-                r.retrieved.append(recorder.ids[action.content])
-            if text is None:  # answered, or cut off in the last turn: the episode leaves the batch
-                r.seconds = time.perf_counter() - began
-                continue
-            ids = encode_completion(tokenizer, text)
-            if not has_room(len(r.prompt_ids) + len(r.completion_ids) + len(ids), params, limit):
-                r.seconds = time.perf_counter() - began
-                continue
-            r.completion += text
-            r.completion_ids += ids
-            r.env_mask += [1] * len(ids)
-            rows.append(i)
-            new.append(ids)
+            ids = _after_step(tokenizer, params, limit, r, action, text, recorder, last, began)
+            if ids is not None:
+                rows.append(i)
+                new.append(ids)
         if not rows:
             break
         active = [active[i] for i in rows]

@@ -30,3 +30,31 @@ SEED = 7
 
 def seeded_policy(tokenizer):
     return make_model(tokenizer, SEED).train()
+
+
+def searching_policy(tokenizer, retriever, questions_jsonl, steps: int = 150):
+    """The tiny model taught, by a few supervised steps, to end each turn with a search or an answer about evenly,
+    after the prompt and after an information block alike: a starting policy whose search count varies."""
+    import torch
+
+    from searchlab.agent.protocol import information_block
+    from searchlab.agent.rollout import agent_prompt
+    from searchlab.jsonl import read_jsonl
+
+    texts = []
+    for q in read_jsonl(questions_jsonl):
+        query = q["answers"][0].split()[-1]  # short: a turn is ROLLOUT.max_new_tokens long
+        prompt, search = agent_prompt(tokenizer, q["question"]), f"<search> {query} </search>"
+        block = information_block(retriever.search([query], 2)[0], 48, lambda t: len(tokenizer(t)["input_ids"]))
+        answer = f"<answer> {q['answers'][0]} </answer>"
+        texts += [prompt + search, prompt + answer, prompt + search + block + search, prompt + search + block + answer]
+    batch = tokenizer(texts, return_tensors="pt", padding=True)
+    labels = batch["input_ids"].masked_fill(batch["attention_mask"] == 0, -100)
+    model = seeded_policy(tokenizer)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    for _ in range(steps):
+        loss = model(**batch, labels=labels).loss
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+    return model

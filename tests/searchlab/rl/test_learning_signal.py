@@ -12,7 +12,7 @@ import torch
 from searchlab.rl.grpo import SearchEpisodes
 from searchlab.rl.rewards import RewardBreakdown
 from searchlab.rl.train import build_trainer, make_search_trainer
-from tests.searchlab.rl.rlworld import ROLLOUT, rl_params as _rl, seeded_policy as _model
+from tests.searchlab.rl.rlworld import ROLLOUT, rl_params as _rl, searching_policy, seeded_policy as _model
 
 # the fixtures world and tokenizer: this package's conftest.py
 
@@ -50,36 +50,10 @@ def test_the_loss_scores_the_sampled_model_tokens_of_one_question_per_group(worl
     assert largest < 1e-4
 
 
-def _searching_model(tokenizer, retriever, questions_jsonl, steps: int = 150):
-    """The tiny model taught, by a few supervised steps, to end each turn with a search or an answer about evenly,
-    after the prompt and after an information block alike: a starting policy whose search count varies."""
-    from searchlab.agent.protocol import information_block
-    from searchlab.agent.rollout import agent_prompt
-    from searchlab.jsonl import read_jsonl
-
-    texts = []
-    for q in read_jsonl(questions_jsonl):
-        query = q["answers"][0].split()[-1]  # short: a turn is ROLLOUT.max_new_tokens long
-        prompt, search = agent_prompt(tokenizer, q["question"]), f"<search> {query} </search>"
-        block = information_block(retriever.search([query], 2)[0], 48, lambda t: len(tokenizer(t)["input_ids"]))
-        answer = f"<answer> {q['answers'][0]} </answer>"
-        texts += [prompt + search, prompt + answer, prompt + search + block + search, prompt + search + block + answer]
-    batch = tokenizer(texts, return_tensors="pt", padding=True)
-    labels = batch["input_ids"].masked_fill(batch["attention_mask"] == 0, -100)
-    model = _model(tokenizer)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
-    for _ in range(steps):
-        loss = model(**batch, labels=labels).loss
-        loss.backward()
-        optimizer.step()
-        optimizer.zero_grad()
-    return model
-
-
 @pytest.fixture(scope="module")
 def searching_model(world, tokenizer):
     questions, _, retriever = world
-    return _searching_model(tokenizer, retriever, questions)
+    return searching_policy(tokenizer, retriever, questions)
 
 
 class TwoSearches(SearchEpisodes):
