@@ -15,7 +15,8 @@ In one run, on the demo's data (``data/sft``, ``data/base``, ``data/qa``, ``data
    row as the rollouts' mean (``min_new_tokens = max_new_tokens``). Target: the
    ratio is at least 0.8. The batch's decode steps are at least its longest
    episode's tokens, so the mean episode's length over the longest's bounds the
-   ratio (printed beside it). Both are split into the model's decode steps, its
+   ratio (printed beside it), up to the cheaper steps of a batch that shrinks
+   as its episodes end. Both are split into the model's decode steps, its
    prefills (prompts and information blocks read at once) and the rest
    (sampling, logits processors, searches, Python), timed by forward hooks.
 3. **Trainer tokens/s against SFT's**: the tokens the loss read (prompts, model
@@ -164,7 +165,7 @@ def main() -> None:
                        generate_tokens_per_s=round(plain_tps, 1), rollout_vs_generate=round(rollout_tps / plain_tps, 3))
         print(f"rollout {rollout_tps:.0f} model tokens/s against plain generate {plain_tps:.0f} tokens/s at batch "
               f"{len(batch)}: ratio {rollout_tps / plain_tps:.2f} (target >= 0.8); the episodes' mean length over "
-              f"the longest's, {per_row}/{longest} = {per_row / longest:.2f}, bounds it without continuous batching")
+              f"the longest's, {per_row}/{longest} = {per_row / longest:.2f}, bounds its decode steps")
         for name, forwards, seconds in (("rollout", rollout_forwards, rollout_seconds),
                                         ("generate", plain_forwards, plain_seconds)):
             split = forwards.split(seconds)

@@ -5,9 +5,11 @@ or ``</answer>``, ends the sequence, or reaches ``max_new_tokens``), the turn is
 read with :func:`~searchlab.agent.protocol.parse_action`, and one
 :func:`~searchlab.agent.protocol.step` for the whole batch says what the
 environment appends (an information block, the invalid-action feedback, or
-nothing: the episode is over). Sequences that answered leave the batch; the
-others generate their next turn together, continuing from the KV cache of the
-previous turn (only the new tokens are read; see :class:`_Batch`).
+nothing: the episode is over). Episodes that answered leave the batch. A
+Hugging Face model plays with continuous batching (:mod:`.continuous`): each
+episode starts its next turn as soon as its last one ended, reading only its
+new tokens. A model it cannot run takes the turns of all episodes together,
+continuing from the KV cache of the previous turn (see :class:`_Batch`).
 ``model`` may also be a vLLM engine (:func:`searchlab.model.load_vllm`, for GPU
 machines): the same loop then runs on :class:`_VLLMBatch`.
 
@@ -435,9 +437,10 @@ def rollout(
 
     ``prompts[i]`` is the prompt text; by default :func:`agent_prompt` (the
     instruction, in the chat template where the tokenizer has one). Questions go in chunks of
-    ``params.batch_size``; within a chunk all unfinished episodes generate each
-    turn together (up to ``params.max_new_tokens`` tokens) and their searches go
-    to ``retriever`` in one call per turn, ``params.topk`` passages each, an
+    ``params.batch_size``; within a chunk the episodes decode together, each
+    turn up to ``params.max_new_tokens`` tokens, and the searches of the turns
+    that end at the same step go to ``retriever`` in one call (one per turn
+    where all episodes take their turns together), ``params.topk`` passages each, an
     information block at most ``params.max_information_tokens`` tokens of this
     tokenizer. Temperature 0 decodes greedily; otherwise sampling with
     ``temperature``/``top_p`` (no top-k, no repetition penalty, whatever the
@@ -456,10 +459,12 @@ def rollout(
     the answer is confined to the sources from its first token. The one-turn
     baselines (:mod:`searchlab.eval.systems`) use it.
 
-    With ``reuse_cache`` (the default) each turn continues from the previous
-    turn's KV cache and reads only the new tokens (see :class:`_Batch`);
-    ``False`` re-reads every context each turn. Both give the same episodes up
-    to floating-point rounding.
+    With ``reuse_cache`` (the default) each turn continues from the KV cache
+    and reads only the new tokens, with continuous batching where the model
+    allows it (:func:`searchlab.agent.continuous.supports`, else
+    :class:`_Batch`); ``False`` takes the turns together and re-reads every
+    context each turn. All give the same greedy episodes up to floating-point
+    rounding; sampled ones differ in the order random numbers are drawn.
     """
     import torch
 
