@@ -16,7 +16,10 @@ In one run, on the demo's data (``data/sft``, ``data/base``, ``data/qa``, ``data
    ratio is at least 0.8. The batch's decode steps are at least its longest
    episode's tokens, so the mean episode's length over the longest's bounds the
    ratio (printed beside it), up to the cheaper steps of a batch that shrinks
-   as its episodes end. Both are split into the model's decode steps, its
+   as its episodes end. So a second ``generate`` call samples each row exactly
+   as many tokens as its episode (EOS banned before its last token, forced at
+   it): the same tokens in the same number of steps, so that ratio is what the
+   loop itself costs (searches, information blocks, turns). Both are split into the model's decode steps, its
    prefills (prompts and information blocks read at once) and the rest
    (sampling, logits processors, searches, Python), timed by forward hooks.
 3. **Trainer tokens/s against SFT's**: the tokens the loss read (prompts, model
@@ -74,6 +77,22 @@ class ForwardTimes:
                 "rest_s": round(seconds - self.decode_s - self.prefill_s, 2)}
 
 
+class RowLengths:
+    """A logits processor: row ``r`` writes exactly ``lengths[r]`` tokens, the last of them EOS (banned before)."""
+
+    def __init__(self, lengths: list[int], width: int, eos: int) -> None:
+        import torch
+
+        self.last, self.width, self.eos = torch.tensor(lengths) - 1, width, eos
+
+    def __call__(self, input_ids, scores):
+        ending = self.last == input_ids.shape[1] - self.width
+        scores[:, self.eos] = float("-inf")
+        scores[ending] = float("-inf")
+        scores[ending, self.eos] = 0.0
+        return scores
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--params", default="params/default.yaml")
@@ -83,6 +102,7 @@ def main() -> None:
     args = parser.parse_args()
 
     import torch
+    from transformers import LogitsProcessorList
 
     from searchlab.agent.protocol import instruction
     from searchlab.agent.rollout import encode_completion, encode_prompt, rollout
@@ -166,8 +186,23 @@ def main() -> None:
         print(f"rollout {rollout_tps:.0f} model tokens/s against plain generate {plain_tps:.0f} tokens/s at batch "
               f"{len(batch)}: ratio {rollout_tps / plain_tps:.2f} (target >= 0.8); the episodes' mean length over "
               f"the longest's, {per_row}/{longest} = {per_row / longest:.2f}, bounds its decode steps")
+        # the same again with every row as long as its episode: generate then also lasts as long as the longest
+        lengths = [max(1, e.generated_tokens) for e in episodes]
+        torch.manual_seed(0)
+        started = time.perf_counter()
+        with torch.inference_mode(), ForwardTimes(model) as same_forwards:
+            model.generate(input_ids=ids, attention_mask=mask, do_sample=True, temperature=rl.temperature, top_p=1.0,
+                           top_k=0, max_new_tokens=max(lengths), pad_token_id=pad, eos_token_id=tokenizer.eos_token_id,
+                           logits_processor=LogitsProcessorList([RowLengths(lengths, width, tokenizer.eos_token_id)]))
+        same_seconds = time.perf_counter() - started
+        same_tps = sum(lengths) / same_seconds
+        figures.update(generate_same_lengths_tokens_per_s=round(same_tps, 1),
+                       rollout_vs_generate_same_lengths=round(rollout_tps / same_tps, 3))
+        print(f"against generate with each row as long as its episode ({same_tps:.0f} tokens/s): ratio "
+              f"{rollout_tps / same_tps:.2f}")
         for name, forwards, seconds in (("rollout", rollout_forwards, rollout_seconds),
-                                        ("generate", plain_forwards, plain_seconds)):
+                                        ("generate", plain_forwards, plain_seconds),
+                                        ("generate_same_lengths", same_forwards, same_seconds)):
             split = forwards.split(seconds)
             figures.update({f"{name}_{key}": value for key, value in split.items()})
             print(f"  {name}: {split['decode_steps']} decode steps {split['decode_s']} s, prefill of "

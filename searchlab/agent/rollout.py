@@ -439,8 +439,7 @@ def rollout(
     instruction, in the chat template where the tokenizer has one). Questions go in chunks of
     ``params.batch_size``; within a chunk the episodes decode together, each
     turn up to ``params.max_new_tokens`` tokens, and the searches of the turns
-    that end at the same step go to ``retriever`` in one call (one per turn
-    where all episodes take their turns together), ``params.topk`` passages each, an
+    that end together go to ``retriever`` in one call, ``params.topk`` passages each, an
     information block at most ``params.max_information_tokens`` tokens of this
     tokenizer. Temperature 0 decodes greedily; otherwise sampling with
     ``temperature``/``top_p`` (no top-k, no repetition penalty, whatever the
