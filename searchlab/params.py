@@ -424,9 +424,10 @@ class RolloutParams(Section):
                                                         "models that miscopy names and numbers; see 'Extractive "
                                                         "answers' in docs/methods/agent-protocol.md); `hf` engine "
                                                         "only")
-    engine: Literal["hf", "vllm"] = Field("hf", description="`hf`: Hugging Face `generate` (CPU or GPU, KV cache kept "
-                                                            "across turns); `vllm`: a vLLM engine with prefix caching "
-                                                            "(GPU machines with `vllm` installed)")
+    engine: Literal["hf", "vllm"] = Field("hf", description="`hf`: the Hugging Face model (CPU or GPU) with continuous "
+                                                            "batching over a KV cache kept across turns; `vllm`: a "
+                                                            "vLLM engine with prefix caching (GPU machines with `vllm` "
+                                                            "installed)")
     vllm_gpu_memory_utilization: float = Field(
         0.85, gt=0, le=1, json_schema_extra=EXECUTION, description="share of GPU memory the vLLM engine may take")
 
