@@ -35,7 +35,8 @@ Token bookkeeping, which RL and SFT rely on:
   over ``completion_ids``).
 
 Where a turn ends: each row stops on its own (a stopping criterion checks every
-row after every token; ``generate`` pads finished rows while the others go on)
+row after every token, :func:`_turn_ends` with continuous batching; turn by turn,
+``generate`` pads finished rows while the others go on)
 at the first token that completes ``</search>`` or ``</answer>`` or is an
 end-of-sequence token, and that token is the turn's last. A tag split over
 several tokens is matched as a string (``StopStringCriteria``); a token may
@@ -478,7 +479,6 @@ def rollout(
     )
     if sampling:
         generate_kwargs.update(temperature=params.temperature, top_p=params.top_p, top_k=0)
-    criterion = _turn_end_criterion(tokenizer, eos_ids)
     extractive = None
     if params.extractive_answers:
         if is_vllm(model):
@@ -514,6 +514,7 @@ def rollout(
     device = torch.device(model.device)
     cuda = [device.index or 0] if device.type == "cuda" else []
     continuous = reuse_cache and supports_continuous(model)
+    criterion = None if continuous else _turn_end_criterion(tokenizer, eos_ids)
     with torch.random.fork_rng(devices=cuda):
         torch.manual_seed(params.seed)
         for start in range(0, len(playing), params.batch_size):
