@@ -29,6 +29,7 @@ greedy episodes.
 
 from __future__ import annotations
 
+import inspect
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -52,7 +53,8 @@ MAX_WAIT = 4
 
 def supports(model: Any) -> bool:
     """Whether :func:`play` can run ``model``: a torch module with transformers' own ``generate`` (a model or
-    wrapper that brings its own decoding keeps it) and full attention in every layer, under ``sdpa`` or ``eager``."""
+    wrapper that brings its own decoding keeps it), a ``forward`` that takes ``logits_to_keep``, and full attention
+    in every layer, under ``sdpa`` or ``eager``."""
     from transformers import GenerationMixin
 
     if not isinstance(model, torch.nn.Module) or getattr(type(model), "generate", None) is not GenerationMixin.generate:
@@ -61,6 +63,8 @@ def supports(model: Any) -> bool:
     if config is None or getattr(config, "_attn_implementation", None) not in ("sdpa", "eager"):
         return False
     if getattr(config, "is_encoder_decoder", False) or getattr(config, "sliding_window", None) is not None:
+        return False
+    if "logits_to_keep" not in inspect.signature(type(model).forward).parameters:  # read() asks for the last only
         return False
     layer_types = getattr(config, "layer_types", None) or ["full_attention"]
     return all(kind == "full_attention" for kind in layer_types)
