@@ -8,8 +8,9 @@ tokens and a mean of 77, in ``bench/rl.py``). Here the loop is ours: at every
 step each episode that is writing a turn decodes its next token, and an episode
 whose turn ended gets its information block read (prefilled) in a forward of
 the rows that have one, as soon as a quarter of the batch has one or after at
-most :data:`MAX_WAIT` steps, while the others go on writing. A chunk then decodes for about as long as its
-longest episode, and its batch shrinks as episodes end.
+most :data:`MAX_WAIT` steps, while the others go on writing. A chunk then
+decodes for about as long as its longest episode, and its batch shrinks as
+episodes end.
 
 :class:`RaggedCache` is what makes that possible: each row of the KV cache has
 its own length, a forward writes each row's new keys and values at that row's
