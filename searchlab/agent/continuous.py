@@ -146,9 +146,6 @@ class RaggedCache:
         self.keys = [k[rows] for k in self.keys]
         self.values = [v[rows] for v in self.values]
 
-    def get_seq_length(self, layer_idx: int = 0) -> int:
-        return int(self.lengths.max()) if len(self.lengths) else 0
-
 
 def read(model: Any, cache: RaggedCache, rows: list[int] | None, tokens: list[list[int]], pad_id: int) -> torch.Tensor:
     """Feed ``tokens[i]`` to row ``rows[i]`` (``rows`` None: to every row, ``tokens[i]`` possibly empty) in one

@@ -182,14 +182,19 @@ def model_eos_ids(model: Any, tokenizer: Any) -> list[int]:
 _STOP_STRING_CRITERIA: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
+def _stop_token_ids(tokenizer: Any) -> list[int] | None:
+    """The ids of the stop tags where each is one token (comparing the last id is then enough, and cheap); None
+    where a tag spans tokens (Qwen's vocabulary): the tags must be matched as strings."""
+    single = [encode_completion(tokenizer, s) for s in STOP_STRINGS]
+    return [ids[0] for ids in single] if all(len(ids) == 1 for ids in single) else None
+
+
 def _turn_end_criterion(tokenizer: Any, eos_ids: list[int]):
     import torch
     from transformers import StoppingCriteria, StopStringCriteria
 
-    single = [encode_completion(tokenizer, s) for s in STOP_STRINGS]
-    if all(len(ids) == 1 for ids in single):  # tags are tokens: comparing the last id is enough (and cheap)
-        stop_ids, strings = [ids[0] for ids in single], None
-    else:  # tags span tokens (Qwen's vocabulary): match strings across tokens
+    stop_ids, strings = _stop_token_ids(tokenizer), None
+    if stop_ids is None:  # tags span tokens: match strings across tokens
         stop_ids = []
         try:
             strings = _STOP_STRING_CRITERIA.get(tokenizer)
@@ -556,9 +561,9 @@ def _sampler(params: RolloutParams):
 def _turn_ends(tokenizer: Any, eos_ids: list[int]):
     """Whether a turn's ids so far end it: the last one is EOS or completes ``</search>``, ``</answer>`` or
     ``</question>`` (one id where the tags are tokens; else the text of the last few, as ``StopStringCriteria``)."""
-    single = [encode_completion(tokenizer, s) for s in STOP_STRINGS]
-    if all(len(ids) == 1 for ids in single):
-        stops = {ids[0] for ids in single} | set(eos_ids)
+    stop_ids = _stop_token_ids(tokenizer)
+    if stop_ids is not None:
+        stops = {*stop_ids, *eos_ids}
         return lambda ids: ids[-1] in stops
     window = max(map(len, STOP_STRINGS))  # a tag spans at most as many tokens as it has characters
     eos = set(eos_ids)
