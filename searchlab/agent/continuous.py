@@ -1,4 +1,4 @@
-"""Continuous batching for Hugging Face models: every episode of a chunk takes its turns on its own clock.
+"""Continuous batching for Hugging Face models: every episode takes its turns on its own clock.
 
 With ``generate``, a chunk's episodes take each turn together: the turn lasts as
 long as its longest row, and the rows that stopped wait, padded, for the others.
@@ -8,9 +8,11 @@ tokens and a mean of 77, in ``bench/rl.py``). Here the loop is ours: at every
 step each episode that is writing a turn decodes its next token, and an episode
 whose turn ended gets its information block read (prefilled) in a forward of
 the rows that have one, as soon as a quarter of the batch has one or after at
-most :data:`MAX_WAIT` steps, while the others go on writing. A chunk then
-decodes for about as long as its longest episode, and its batch shrinks as
-episodes end.
+most :data:`MAX_WAIT` steps, while the others go on writing. The row of an
+episode that ended takes the next waiting episode at once, so a batch of
+``batch_size`` rows stays full until the last episodes, and many questions
+decode for about their summed lengths over the batch, not for the sum of each
+chunk's longest episode. At the end the batch shrinks as episodes end.
 
 :class:`RaggedCache` is what makes that possible: each row of the KV cache has
 its own length, a forward writes each row's new keys and values at that row's
@@ -167,11 +169,12 @@ def read(model: Any, cache: RaggedCache, rows: list[int] | None, tokens: list[li
     return out.logits[:, -1].float()
 
 
-def play(model: Any, retriever: Retriever, chunk: list[Rollout], params: RolloutParams,
+def play(model: Any, retriever: Retriever, rollouts: list[Rollout], slots: int, params: RolloutParams,
          sample: Callable[[torch.Tensor], torch.Tensor], turn_ends: Callable[[list[int]], bool], pad_id: int,
          count_tokens: Callable[[str], int], finish_turn: Callable, after_step: Callable,
          extractive: ExtractiveAnswers | None, force_answer: bool) -> None:
-    """Play ``chunk``'s episodes to their ends, each taking its turns as soon as its last one ended.
+    """Play the episodes of ``rollouts`` to their ends, ``slots`` at a time, each taking its turns as soon as its
+    last one ended; the row of an episode that ended takes the next waiting episode at once.
 
     ``sample(scores)`` draws one token per row of processed scores;
     ``turn_ends(turn_ids)`` says whether a turn's tokens so far end it (a stop
@@ -184,17 +187,23 @@ def play(model: Any, retriever: Retriever, chunk: list[Rollout], params: Rollout
     from searchlab.agent.protocol import step
     from searchlab.agent.rollout import _RecordingRetriever
 
-    began = time.perf_counter()
-    episodes: list[int | None] = list(range(len(chunk)))  # the episode in each row of the cache; None: over
-    pending = [list(r.prompt_ids) for r in chunk]  # per episode: tokens the cache has not read yet
-    turn: list[list[int]] = [[] for _ in chunk]  # per episode: this turn's generated ids
+    episodes: list[int | None] = []  # the episode in each row of the cache; None: over
+    pending = [list(r.prompt_ids) for r in rollouts]  # per episode: tokens the cache has not read yet
+    turn: list[list[int]] = [[] for _ in rollouts]  # per episode: this turn's generated ids
     turn_start = [len(p) for p in pending]  # per episode: the cache length where this turn's tokens begin
-    ended_at = [0] * len(chunk)  # per episode: the step its last turn ended
+    ended_at = [0] * len(rollouts)  # per episode: the step its last turn ended
+    began = [0.0] * len(rollouts)  # per episode: when it took its row
+    waiting = iter(range(len(rollouts)))
     steps = 0
-    cache = RaggedCache(len(chunk))
-    if extractive is not None:
-        for e, r in enumerate(chunk):
-            extractive.begin_row_turn(e, answer_sources(r.question, r.prompt), force_answer)
+
+    def begin(e: int) -> int:
+        began[e], ended_at[e] = time.perf_counter(), steps
+        if extractive is not None:
+            extractive.begin_row_turn(e, answer_sources(rollouts[e].question, rollouts[e].prompt), force_answer)
+        return e
+
+    episodes = [begin(next(waiting)) for _ in range(min(slots, len(rollouts)))]
+    cache = RaggedCache(len(episodes))
     with torch.inference_mode():
         while any(e is not None for e in episodes):
             # a row reads its new context (the prompt, or the last token and an information block) alone with the
@@ -230,7 +239,7 @@ def play(model: Any, retriever: Retriever, chunk: list[Rollout], params: Rollout
             actions, kept, last = [], {}, {}
             for row in ended:
                 e = episodes[row]
-                r = chunk[e]
+                r = rollouts[e]
                 last[row] = r.turns == params.max_turns - 1
                 ids, action = finish_turn(r, turn[e], force_answer and r.turns == 0)
                 kept[row] = ids
@@ -249,15 +258,19 @@ def play(model: Any, retriever: Retriever, chunk: list[Rollout], params: Rollout
                 appended[i] = text
             for row, action, text in zip(ended, actions, appended):
                 e = episodes[row]
-                more = after_step(chunk[e], action, text, recorder, last[row], began)
+                more = after_step(rollouts[e], action, text, recorder, last[row], began[e])
                 if more is None:
-                    episodes[row] = None
+                    # the next waiting episode takes the row: its prompt is read from column 0, over the old tokens
+                    episodes[row] = next(waiting, None)
+                    if episodes[row] is not None:
+                        begin(episodes[row])
+                        cache.lengths[row] = 0
                     continue
                 pending[e] = [kept[row][-1], *more]
                 ended_at[e] = steps
                 turn_start[e] = int(cache.lengths[row]) + len(pending[e])
                 if extractive is not None:
-                    r = chunk[e]
+                    r = rollouts[e]
                     extractive.begin_row_turn(e, answer_sources(r.question, r.prompt + r.completion), False)
             alive = [row for row, e in enumerate(episodes) if e is not None]
             if alive and len(alive) <= 0.75 * len(episodes):  # drop finished rows: a smaller batch decodes faster

@@ -442,9 +442,10 @@ def rollout(
     """Run the agent on ``questions``; one :class:`Rollout` per question, in order.
 
     ``prompts[i]`` is the prompt text; by default :func:`agent_prompt` (the
-    instruction, in the chat template where the tokenizer has one). Questions go in chunks of
-    ``params.batch_size``; within a chunk the episodes decode together, each
-    turn up to ``params.max_new_tokens`` tokens, and the searches of the turns
+    instruction, in the chat template where the tokenizer has one). At most
+    ``params.batch_size`` episodes decode together: in chunks of that size, or,
+    with continuous batching, as rows that the next question takes over when
+    their episode ends. Each turn is up to ``params.max_new_tokens`` tokens, and the searches of the turns
     that end together go to ``retriever`` in one call, ``params.topk`` passages each, an
     information block at most ``params.max_information_tokens`` tokens of this
     tokenizer. Temperature 0 decodes greedily; otherwise sampling with
@@ -522,14 +523,14 @@ def rollout(
     criterion = None if continuous else _turn_end_criterion(tokenizer, eos_ids)
     with torch.random.fork_rng(devices=cuda):
         torch.manual_seed(params.seed)
+        if continuous:
+            play_continuously(
+                model, retriever, playing, params.batch_size, params, _sampler(params), _turn_ends(tokenizer, eos_ids),
+                pad_id, count_tokens, lambda r, ids, opened: _finish_turn(tokenizer, r, ids, eos_ids, opened),
+                lambda *args: _after_step(tokenizer, params, limit, *args), extractive, force_answer)
+            return results
         for start in range(0, len(playing), params.batch_size):
             chunk = playing[start:start + params.batch_size]
-            if continuous:
-                play_continuously(
-                    model, retriever, chunk, params, _sampler(params), _turn_ends(tokenizer, eos_ids), pad_id,
-                    count_tokens, lambda r, ids, opened: _finish_turn(tokenizer, r, ids, eos_ids, opened),
-                    lambda *args: _after_step(tokenizer, params, limit, *args), extractive, force_answer)
-                continue
             batch = _Batch(model, criterion, generate_kwargs, [r.prompt_ids for r in chunk], pad_id, reuse_cache,
                            limit)
             _run_chunk(batch, tokenizer, retriever, chunk, params, eos_ids, count_tokens, extractive, force_answer,

@@ -1,6 +1,6 @@
-"""Continuous batching: rows of a ragged KV cache read what a plain forward reads, and a chunk whose episodes take
-their turns on their own clocks plays the same greedy episodes as turn-by-turn ``generate`` (a real tiny model
-taught to search, a real BM25 index)."""
+"""Continuous batching: rows of a ragged KV cache read what a plain forward reads, and episodes that take their
+turns on their own clocks, in rows that the next waiting episode takes over, play the same greedy episodes as
+turn-by-turn ``generate`` (a real tiny model taught to search, a real BM25 index)."""
 
 from __future__ import annotations
 
@@ -86,11 +86,11 @@ def taught(tmp_path_factory, bm25):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("changes", [{}, {"extractive_answers": True}, {"max_turns": 2}, {"batch_size": 3}],
-                         ids=["plain", "extractive", "cut-off", "chunks"])
+                         ids=["plain", "extractive", "cut-off", "three-rows"])
 def test_continuous_batching_plays_the_greedy_episodes_of_turn_by_turn_generate(taught, bm25, changes):
     tok, model, questions = taught
     params = ROLLOUT.model_copy(update=changes)
-    questions = questions * 2  # a batch of 16: episodes end their turns at different steps
+    questions = questions * 2  # 16 episodes in rows of 8 (or 3): they end turns at different steps, and rows refill
     continuous = rollout(model, tok, bm25, questions, params)
     turn_by_turn = rollout(Recording(model, tok), tok, bm25, questions, params)
     assert strip_time(continuous) == strip_time(turn_by_turn)
