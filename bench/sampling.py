@@ -8,8 +8,8 @@ likely tokens and a long tail, at temperature 0.7, like a trained model's next
 token), prints each draw's milliseconds per call, then the frequencies each
 gives the three likeliest tokens and the tail (tokens of probability below
 1e-3) over ``--draws`` samples, beside the exact probabilities and the tail's
-standard error. Both draws are exact in theory; the rollouts use
-``torch.multinomial`` (see docs/results/rl.md, "The sampler, again").
+standard error. Both draws are exact in theory; the rollouts use the inverse
+CDF (``searchlab.agent.rollout.draw``; docs/results/rl.md, "The sampler, again").
 """
 
 from __future__ import annotations
@@ -19,12 +19,7 @@ import time
 
 import torch
 
-
-def inverse_cdf(probs: torch.Tensor) -> torch.Tensor:
-    """One token per row: a uniform in (0, total] found in the row's cumulative distribution."""
-    cdf = probs.cumsum(dim=-1)
-    u = (1 - torch.rand((probs.shape[0], 1), dtype=cdf.dtype)) * cdf[:, -1:]
-    return torch.searchsorted(cdf, u)[:, 0].clamp_(max=probs.shape[1] - 1)
+from searchlab.agent.rollout import draw
 
 
 def multinomial(probs: torch.Tensor) -> torch.Tensor:
@@ -47,12 +42,12 @@ def main() -> None:
     tail = p < 1e-3
     print(f"exact: top 3 {[round(x, 4) for x in p[:3].tolist()]}, tail mass {p[tail].sum():.5f} "
           f"(standard error over {args.draws} draws: {(p[tail].sum() * (1 - p[tail].sum()) / args.draws) ** 0.5:.5f})")
-    for name, draw in (("torch.multinomial", multinomial), ("inverse CDF", inverse_cdf)):
-        draw(probs)
+    for name, sample in (("torch.multinomial", multinomial), ("inverse CDF", draw)):
+        sample(probs)
         started, calls = time.perf_counter(), 0
         counts = torch.zeros(args.vocab)
         while calls * args.rows < args.draws:
-            counts += torch.bincount(draw(probs), minlength=args.vocab)
+            counts += torch.bincount(sample(probs), minlength=args.vocab)
             calls += 1
         ms = (time.perf_counter() - started) / calls * 1000
         freq = counts / counts.sum()

@@ -539,8 +539,8 @@ def rollout(
 
 
 def _sampler(params: RolloutParams):
-    """The next token of each row from its processed scores, as ``generate`` draws it: greedy at temperature 0,
-    else the temperature and top-p warpers (transformers' own) and a multinomial draw."""
+    """The next token of each row from its processed scores: greedy at temperature 0, else the temperature and
+    top-p warpers (transformers' own, as ``generate`` applies them) and one draw from each row's distribution."""
     import torch
 
     if params.temperature <= 0:
@@ -554,9 +554,21 @@ def _sampler(params: RolloutParams):
     def sample(scores):
         for warper in warpers:
             scores = warper(None, scores)
-        return torch.multinomial(torch.softmax(scores, dim=-1), num_samples=1)[:, 0]
+        return draw(torch.softmax(scores, dim=-1))
 
     return sample
+
+
+def draw(probs):
+    """One token per row of ``probs``, drawn from the row's distribution by inverting its cumulative sum at one
+    uniform number. ``torch.multinomial`` (what ``generate`` calls) draws one exponential number per vocabulary entry,
+    and on a CPU that took as long as the decode forward's work per row (bench/sampling.py)."""
+    import torch
+
+    cdf = probs.cumsum(dim=-1)
+    # (0, total]: a token of probability 0 has a cumulative sum equal to its predecessor's and is never found
+    u = (1 - torch.rand((probs.shape[0], 1), dtype=cdf.dtype, device=cdf.device)) * cdf[:, -1:]
+    return torch.searchsorted(cdf, u)[:, 0].clamp_(max=probs.shape[1] - 1)
 
 
 def _turn_ends(tokenizer: Any, eos_ids: list[int]):

@@ -64,42 +64,63 @@ class TwoSearches(SearchEpisodes):
         return RewardBreakdown(total=total, outcome=float(total == 0), format=0.0, evidence=0.0)
 
 
+def _mean_searches(model, tokenizer, retriever, questions, rollout) -> float:
+    """The mean search count of ``model``'s sampled episodes on every question, 16 times each, from a fixed seed:
+    the same random numbers before and after training, so the difference is the policy's."""
+    from searchlab.agent.rollout import rollout as play
+    from searchlab.jsonl import read_jsonl
+
+    texts = [q["question"] for q in read_jsonl(questions)] * 16
+    episodes = play(model, tokenizer, retriever, texts, rollout.model_copy(update={"seed": 12345, "batch_size": 64}))
+    return sum(len(e.searches) for e in episodes) / len(episodes)
+
+
 @pytest.mark.slow
 def test_a_reward_for_two_searches_raises_the_search_count(world, tokenizer, searching_model, tmp_path):
     from searchlab.rl.curriculum import Curriculum
     from searchlab.rl.train import training_questions
 
     questions, corpus, retriever = world
-    rl = _rl(steps=8, questions_per_step=4, num_generations=4, learning_rate=1e-2, save_steps=100)
+    # a small learning rate over 32 episodes a step: measured over 8 random streams with each of two samplers
+    # (docs/results/rl.md, "The learning-signal tests"), the count rose by 0.42-1.15 in all 16 runs; at 1e-2 over
+    # 16 episodes a step it collapsed to no search in some and the old assertion held in a quarter to half of them
+    rl = _rl(steps=16, questions_per_step=8, num_generations=4, learning_rate=5e-4, save_steps=100, temperature=0.7)
     curriculum = Curriculum(training_questions(questions, rl.buckets), [], rl.seed, rl.steps)
-    rollout = ROLLOUT.model_copy(update={"max_turns": 4})
+    rollout = ROLLOUT.model_copy(update={"max_turns": 4, "temperature": rl.temperature})
     episodes = TwoSearches(tokenizer, retriever, curriculum, rollout, rl)
-    trainer = make_search_trainer(rl, copy.deepcopy(searching_model), tokenizer, episodes, tmp_path / "checkpoints")
+    model = copy.deepcopy(searching_model)
+    before = _mean_searches(model, tokenizer, retriever, questions, rollout)
+    trainer = make_search_trainer(rl, model, tokenizer, episodes, tmp_path / "checkpoints")
     trainer.train()
+    after = _mean_searches(trainer.model, tokenizer, retriever, questions, rollout)
     searches = [row["episode/searches"] for row in trainer.state.log_history if "episode/searches" in row]
-    print("searches by step:", [round(s, 2) for s in searches])
+    print(f"searches: {before:.2f} before, {after:.2f} after; by step {[round(s, 2) for s in searches]}")
     assert len(searches) == rl.steps
-    assert sum(searches[-2:]) / 2 > sum(searches[:2]) / 2 + 0.5
+    assert after > before + 0.3
 
 
 @pytest.mark.slow
 def test_dynamic_sampling_replaces_groups_whose_episodes_all_earned_the_same(world, tokenizer, searching_model,
                                                                            tmp_path):
     questions, corpus, retriever = world
-    plain, _ = build_trainer(_rl(num_generations=3), ROLLOUT, copy.deepcopy(searching_model), tokenizer, retriever,
-                             questions, corpus, tmp_path / "plain")
-    dynamic, _ = build_trainer(_rl(num_generations=3, dynamic_sampling=3), ROLLOUT, copy.deepcopy(searching_model),
+    # enough small groups that a first draw holds uniform ones whatever the random stream (all 16 of 8 streams with
+    # each of two samplers; 2 groups of 3 held none in some)
+    groups, size = 8, 2
+    rl = _rl(num_generations=size, questions_per_step=groups)
+    plain, _ = build_trainer(rl, ROLLOUT, copy.deepcopy(searching_model), tokenizer, retriever, questions, corpus,
+                             tmp_path / "plain")
+    dynamic, _ = build_trainer(rl.model_copy(update={"dynamic_sampling": 3}), ROLLOUT, copy.deepcopy(searching_model),
                                tokenizer, retriever, questions, corpus, tmp_path / "dynamic")
     uniform = {}
     for name, trainer in (("plain", plain), ("dynamic", dynamic)):
-        trainer._generate_and_score_completions([{"prompt": str(i)} for i in range(6)])
+        trainer._generate_and_score_completions([{"prompt": str(i)} for i in range(groups * size)])
         batch = trainer.episodes.last
-        assert len(batch.episodes) == 6 and len(batch.rewards) == 6
-        groups = [batch.rewards[g * 3:(g + 1) * 3] for g in range(2)]
-        assert all(batch.questions[g * 3] == batch.questions[g * 3 + 2] for g in range(2))
-        uniform[name] = sum(len({r.total for r in group}) == 1 for group in groups)
+        assert len(batch.episodes) == groups * size and len(batch.rewards) == groups * size
+        rewards = [batch.rewards[g * size:(g + 1) * size] for g in range(groups)]
+        assert all(len({q["id"] for q in batch.questions[g * size:(g + 1) * size]}) == 1 for g in range(groups))
+        uniform[name] = sum(len({r.total for r in group}) == 1 for group in rewards)
         metrics = trainer._metrics["train"]
-        assert metrics["groups/uniform_trained"][-1] == uniform[name] / 2
+        assert metrics["groups/uniform_trained"][-1] == pytest.approx(uniform[name] / groups)
     # the same first draw (same seeds); dynamic sampling replaced its uniform groups by mixed ones it drew next
     assert plain._metrics["train"]["groups/uniform_first_draw"] == dynamic._metrics["train"]["groups/uniform_first_draw"]
     assert uniform["plain"] > 0 and uniform["dynamic"] < uniform["plain"]
