@@ -417,7 +417,9 @@ class RolloutParams(Section):
                                                 "the demonstrations need more)")
     topk: int = Field(3, ge=1, description="passages per `<information>` block")
     max_information_tokens: int | None = Field(384, ge=16, description="token budget of one `<information>` block")
-    batch_size: int = Field(32, ge=1, description="questions generated together")
+    batch_size: int = Field(32, ge=1, description="episodes decoded together: the rows of the batch, each taking the next "
+                                                 "question when its episode ends (continuous batching), else chunks "
+                                                 "of this size")
     seed: int = Field(0, description="sampling seed")
     extractive_answers: bool = Field(False, description="the text inside `<answer>` may only copy whole words of the "
                                                         "question or of the passages the episode was shown (for small "

@@ -187,7 +187,6 @@ def play(model: Any, retriever: Retriever, rollouts: list[Rollout], slots: int, 
     from searchlab.agent.protocol import step
     from searchlab.agent.rollout import _RecordingRetriever
 
-    episodes: list[int | None] = []  # the episode in each row of the cache; None: over
     pending = [list(r.prompt_ids) for r in rollouts]  # per episode: tokens the cache has not read yet
     turn: list[list[int]] = [[] for _ in rollouts]  # per episode: this turn's generated ids
     turn_start = [len(p) for p in pending]  # per episode: the cache length where this turn's tokens begin
@@ -202,7 +201,8 @@ def play(model: Any, retriever: Retriever, rollouts: list[Rollout], slots: int, 
             extractive.begin_row_turn(e, answer_sources(rollouts[e].question, rollouts[e].prompt), force_answer)
         return e
 
-    episodes = [begin(next(waiting)) for _ in range(min(slots, len(rollouts)))]
+    # the episode in each row of the cache (None: over, and no episode was waiting for the row)
+    episodes: list[int | None] = [begin(next(waiting)) for _ in range(min(slots, len(rollouts)))]
     cache = RaggedCache(len(episodes))
     with torch.inference_mode():
         while any(e is not None for e in episodes):

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from tests.searchlab.rl.rlworld import QUESTIONS
+from tests.searchlab.rl.rlworld import QUESTIONS, searching_policy
 from tests.toyworld import DOCS, make_tokenizer, write_corpus
 
 
@@ -26,3 +26,11 @@ def world(tmp_path_factory, bm25):
 @pytest.fixture(scope="module")
 def tokenizer():
     return make_tokenizer(tags_special=True)
+
+
+@pytest.fixture(scope="module")
+def searching_model(world, tokenizer):
+    """rlworld's ``searching_policy``: a tiny model whose episodes search or answer about evenly, so a group's
+    episodes earn different rewards whatever the random stream (tests that need a gradient train from it)."""
+    questions, _, retriever = world
+    return searching_policy(tokenizer, retriever, questions)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import random
 
@@ -11,7 +12,7 @@ from transformers import TrainerCallback
 
 from searchlab.rl.grpo import CURRICULUM_FILE, trl_batch
 from searchlab.rl.train import build_trainer, train_rl
-from tests.searchlab.rl.rlworld import ROLLOUT, SEED, rl_params as _rl, seeded_policy as _model
+from tests.searchlab.rl.rlworld import ROLLOUT, rl_params as _rl, seeded_policy as _model
 from tests.toyworld import make_model
 
 # world (questions, corpus, BM25 over tests/toyworld.py's DOCS) and tokenizer: this package's conftest.py
@@ -64,27 +65,27 @@ class _Interrupt(TrainerCallback):
 
 
 @pytest.mark.parametrize("curriculum", [["difficulty", "noise"]])
-def test_a_resumed_run_ends_with_the_weights_and_curriculum_of_an_uninterrupted_one(world, tokenizer, tmp_path,
-                                                                                    curriculum):
+def test_a_resumed_run_ends_with_the_weights_and_curriculum_of_an_uninterrupted_one(world, tokenizer, searching_model,
+                                                                                    tmp_path, curriculum):
     questions, corpus, retriever = world
     rl = _rl(curriculum=curriculum, difficulty={"advance_at": 0.01, "window": 2}, noise={"start": 0.2, "end": 0.8})
-    straight = train_rl(rl, ROLLOUT, _model(tokenizer), tokenizer, retriever, questions, corpus, tmp_path / "a",
-                        tmp_path / "a-work")
+    straight = train_rl(rl, ROLLOUT, copy.deepcopy(searching_model), tokenizer, retriever, questions, corpus,
+                        tmp_path / "a", tmp_path / "a-work")
     assert straight["steps"] == 4
     with pytest.raises(KeyboardInterrupt):
-        train_rl(rl, ROLLOUT, _model(tokenizer), tokenizer, retriever, questions, corpus, tmp_path / "b",
+        train_rl(rl, ROLLOUT, copy.deepcopy(searching_model), tokenizer, retriever, questions, corpus, tmp_path / "b",
                  tmp_path / "b-work", callbacks=[_Interrupt()])
     assert (tmp_path / "b-work/checkpoints/checkpoint-2" / CURRICULUM_FILE).is_file()
-    resumed = train_rl(rl, ROLLOUT, _model(tokenizer), tokenizer, retriever, questions, corpus, tmp_path / "b",
-                       tmp_path / "b-work")
+    resumed = train_rl(rl, ROLLOUT, copy.deepcopy(searching_model), tokenizer, retriever, questions, corpus,
+                       tmp_path / "b", tmp_path / "b-work")
     assert resumed["resumed_from_step"] == 2 and resumed["steps"] == 4
 
     from searchlab.model import load_model
 
     a, _ = load_model(str(tmp_path / "a"))
     b, _ = load_model(str(tmp_path / "b"))
-    start = make_model(tokenizer, SEED)
-    assert any(not torch.equal(x, y) for x, y in zip(a.state_dict().values(), start.state_dict().values()))
+    start = searching_model.state_dict()  # training moved the weights: the comparison below is not of two copies
+    assert any(not torch.equal(x, y) for x, y in zip(a.state_dict().values(), start.values()))
     for (name, x), (_, y) in zip(a.state_dict().items(), b.state_dict().items()):
         assert torch.allclose(x, y, atol=1e-6), name
     curves_a = (tmp_path / "a/curriculum.jsonl").read_text()
@@ -194,10 +195,12 @@ def test_llds_needs_a_batch_used_more_than_once():
         _rl(llds={"coef": 0.1})
 
 
-def test_llds_acts_on_the_second_pass_over_a_batch_and_the_likelihood_curves_are_logged(world, tokenizer, tmp_path):
+def test_llds_acts_on_the_second_pass_over_a_batch_and_the_likelihood_curves_are_logged(world, tokenizer,
+                                                                                       searching_model, tmp_path):
     questions, corpus, retriever = world
     rl = _rl(steps=4, num_iterations=2, llds={"coef": 1.0}, learning_rate=2e-2)
-    trainer, _ = build_trainer(rl, ROLLOUT, _model(tokenizer), tokenizer, retriever, questions, corpus, tmp_path)
+    trainer, _ = build_trainer(rl, ROLLOUT, copy.deepcopy(searching_model), tokenizer, retriever, questions, corpus,
+                               tmp_path)
     trainer.train()
     rows = [row for row in trainer.state.log_history if "llds/trajectories" in row]
     assert [row["step"] for row in rows] == [1, 2, 3, 4]
