@@ -22,9 +22,9 @@ $(STAMP): requirements.lock requirements-data.lock pyproject.toml
 demo: setup
 	$(VENV)/bin/searchlab run --params $(PARAMS)
 
-# Two pytest processes, each computing on one torch thread: most of the suite's time is single-threaded (Python,
-# Prefect, the JVM, process starts), so two processes nearly halve it (22 -> 13 minutes), and one thread each keeps their torch work from
-# fighting over the two cores. worksteal: the few long pipeline tests do not pile up on one process.
+# Two pytest processes of one torch thread each: most of the suite's time is single-threaded (Python, Prefect, the
+# JVM, process starts), so two processes nearly halve it (22 -> 13 minutes on 2 cores), and one thread each keeps
+# their torch work from fighting over the cores. worksteal: the long pipeline tests do not pile up on one process.
 PYTEST := OMP_NUM_THREADS=1 $(PY) -m pytest -q -n 2 --dist worksteal --durations=15
 
 test: setup
