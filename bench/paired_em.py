@@ -40,7 +40,7 @@ def main() -> None:
         if not (folder / "predictions").is_dir():
             sys.exit(f"{folder}: no predictions/ folder; give an evaluate stage's folder, e.g. data/evaluate")
 
-    compared = tests = moved = 0
+    compared = differing = moved = 0
     for before in sorted((args.before / "predictions").glob("*/*.jsonl")):
         after = args.after / "predictions" / before.parent.name / before.name
         if not after.is_file():
@@ -52,15 +52,15 @@ def main() -> None:
         test = paired_bootstrap([b[i]["em"] for i in ids], [a[i]["em"] for i in ids], resamples=args.resamples)
         same = sum(a[i]["prediction"] == b[i]["prediction"] for i in ids)
         compared += 1
-        tests += same < len(ids)
+        differing += same < len(ids)
         moved += test.p_value < 0.05
         print(f"{before.parent.name:16s} {before.stem:16s} n={len(ids):4d}  EM {sum(a[i]['em'] for i in ids) / len(ids):.3f}"
               f" -> {sum(b[i]['em'] for i in ids) / len(ids):.3f}  diff {test.difference:+.3f}"
               f" [{test.low:+.3f}, {test.high:+.3f}]  p={test.p_value:.3f}  same predictions {same}/{len(ids)}")
     if not compared:
         sys.exit("the two folders share no suite and model/system with a common question")
-    print(f"{moved} of {compared} pairs moved at p < 0.05; {tests} pairs predict differently, so Bonferroni's "
-          f"threshold is {0.05 / max(tests, 1):.4f}")
+    print(f"{moved} of {compared} pairs moved at p < 0.05; {differing} pairs predict differently, so Bonferroni's "
+          f"threshold is {0.05 / max(differing, 1):.4f}")
 
 
 if __name__ == "__main__":

@@ -448,7 +448,8 @@ def rollout(
     their episode ends. Each turn is up to ``params.max_new_tokens`` tokens, and
     the searches of the turns that end together go to ``retriever`` in one call,
     ``params.topk`` passages each, an information block at most
-    ``params.max_information_tokens`` tokens of this tokenizer. Temperature 0 decodes greedily; otherwise sampling with
+    ``params.max_information_tokens`` tokens of this tokenizer. Temperature 0
+    decodes greedily; otherwise sampling with
     ``temperature``/``top_p`` (no top-k, no repetition penalty, whatever the
     model's generation config says), seeded with ``params.seed`` without
     touching the caller's random state. Inputs go to ``model.device``. A vLLM
