@@ -38,7 +38,6 @@ import subprocess
 import sys
 import threading
 import traceback
-import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -183,9 +182,6 @@ def run_job(main: Callable[[JobT], None], job_file: str, kind: type[JobT] = Job)
     kept: the others usually fail because it did (a collective operation whose
     peer is gone).
     """
-    # TRL reads transformers' deprecated `is_gradient_checkpointing` whenever it unwraps the model for generation
-    # (every rl and selfplay checkpoint's dev scoring): a warning, repeated, that no user setting can act on
-    warnings.filterwarnings("ignore", message="`is_gradient_checkpointing` is deprecated", category=FutureWarning)
     text = Path(job_file).read_text()
     # the launcher's fields first, so that a record that fails to validate is reported like any failure
     fields = json.loads(text)
