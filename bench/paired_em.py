@@ -7,7 +7,7 @@ For every suite and model/system that both ``evaluate`` folders scored
 (``predictions/<suite>/<model>-<system>.jsonl``), on the questions both hold
 (matched by id): EM before and after, the difference after − before with its
 95% interval and two-sided p-value from the paired bootstrap
-(:func:`searchlab.eval.stats.paired_bootstrap`: both runs resampled on the same
+(:func:`searchlab.eval.metrics.compare`: both runs resampled on the same
 questions), and how many predictions are the same text. Prints one line per
 pair, then how many pairs moved at p < 0.05 and the Bonferroni threshold over
 the pairs whose predictions differ at all (identical ones test nothing).
@@ -16,18 +16,21 @@ the pairs whose predictions differ at all (identical ones test nothing).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from searchlab.eval.stats import paired_bootstrap  # noqa: E402
+from searchlab.eval.metrics import compare  # noqa: E402
+from searchlab.jsonl import read_jsonl  # noqa: E402
 
 
 def _predictions(path: Path) -> dict[str, dict]:
-    with path.open() as lines:
-        return {row["id"]: row for row in map(json.loads, lines)}
+    return {row["id"]: row for row in read_jsonl(path)}
+
+
+def _em(rows: list[dict]) -> float:
+    return sum(row["em"] for row in rows) / len(rows)
 
 
 def main() -> None:
@@ -49,14 +52,15 @@ def main() -> None:
         ids = sorted(a.keys() & b.keys())
         if not ids:
             continue
-        test = paired_bootstrap([b[i]["em"] for i in ids], [a[i]["em"] for i in ids], resamples=args.resamples)
-        same = sum(a[i]["prediction"] == b[i]["prediction"] for i in ids)
+        old, new = [a[i] for i in ids], [b[i] for i in ids]
+        test = compare(new, old, resamples=args.resamples)
+        same = sum(x["prediction"] == y["prediction"] for x, y in zip(old, new))
         compared += 1
         differing += same < len(ids)
-        moved += test.p_value < 0.05
-        print(f"{before.parent.name:16s} {before.stem:16s} n={len(ids):4d}  EM {sum(a[i]['em'] for i in ids) / len(ids):.3f}"
-              f" -> {sum(b[i]['em'] for i in ids) / len(ids):.3f}  diff {test.difference:+.3f}"
-              f" [{test.low:+.3f}, {test.high:+.3f}]  p={test.p_value:.3f}  same predictions {same}/{len(ids)}")
+        moved += test["p_value"] < 0.05
+        print(f"{before.parent.name:16s} {before.stem:16s} n={len(ids):4d}  EM {_em(old):.3f} -> {_em(new):.3f}"
+              f"  diff {test['difference']:+.3f} [{test['low']:+.3f}, {test['high']:+.3f}]"
+              f"  p={test['p_value']:.3f}  same predictions {same}/{len(ids)}")
     if not compared:
         sys.exit("the two folders share no suite and model/system with a common question")
     print(f"{moved} of {compared} pairs moved at p < 0.05; {differing} pairs predict differently, so Bonferroni's "
