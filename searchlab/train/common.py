@@ -35,6 +35,19 @@ def trainer_settings(checkpoint_dir: Path, seed: int, save_steps: int, logging_s
     )
 
 
+def grouped_batches(max_length: int) -> dict[str, Any]:
+    """``SFTConfig`` keywords for the batches that SFT and pretraining share: examples of similar lengths together
+    (:func:`make_trainer`'s sampler), and on a CPU no padding: each batch's rows joined into one sequence, whose
+    attention stays within each row (:mod:`searchlab.train.packed`; a GPU pads, or packs with flash attention
+    where it is asked for). TRL does not cut padding-free rows, so the caller's examples must already end at
+    ``max_length`` tokens."""
+    import torch
+
+    padding_free = not torch.cuda.is_available()
+    return dict(train_sampling_strategy="group_by_length", padding_free=padding_free,
+                max_length=None if padding_free else max_length)
+
+
 class ProgressLog:
     """The console's view of a training run: one line ``<what> k/N  <figures>  (s/step, ETA)`` about ``lines``
     times per run, in place of the Trainer's progress bar and printed log dicts (:func:`quiet_console`).
@@ -215,7 +228,9 @@ def run_figures(trainer, resume: str | None, tokens_before: int, seconds: float)
 
 
 MEGA_BATCH = 4  # batches whose examples are sorted by length together
-LOSS_INPUTS = {"input_ids", "attention_mask", "position_ids", "labels"}  # what labeled_loss reads: all a batch holds
+# what labeled_loss reads: all a batch holds, padded or padding-free (the rows' boundaries)
+LOSS_INPUTS = {"input_ids", "attention_mask", "position_ids", "labels", "cu_seq_lens_q", "cu_seq_lens_k",
+               "max_length_q", "max_length_k", "seq_idx"}
 
 
 def make_trainer(seed: int, **kwargs):
@@ -243,6 +258,9 @@ def make_trainer(seed: int, **kwargs):
     vocabulary but is pure overhead for the tiny model: it took half of every
     step (measured: pretraining ran twice as fast without it and without
     gradient checkpointing, with the same loss).
+
+    Padding-free batches (``args.padding_free``, :func:`grouped_batches`) make
+    the model attend within each joined row (:mod:`searchlab.train.packed`).
     """
     import torch
     import transformers
@@ -253,6 +271,7 @@ def make_trainer(seed: int, **kwargs):
     from trl import SFTTrainer
 
     from searchlab.train.lm_head import labeled_loss, plain_head_applies
+    from searchlab.train.packed import attend_within_rows
 
     class EpochSeededLengthGroupedSampler(LengthGroupedSampler):
         def set_epoch(self, epoch: int) -> None:
@@ -279,6 +298,8 @@ def make_trainer(seed: int, **kwargs):
             # the Trainer divides a model's loss by the accumulation steps itself unless the model takes the count
             return labeled_loss(model, inputs, num_items_in_batch if self.model_accepts_loss_kwargs else None)
 
+    if getattr(kwargs["args"], "padding_free", False):
+        attend_within_rows(kwargs["model"])
     return Trainer(**kwargs)
 
 

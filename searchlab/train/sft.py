@@ -22,6 +22,7 @@ from searchlab.jsonl import read_jsonl
 from searchlab.params import Bucket, ModelParams, SFTParams
 from searchlab.train.common import (
     ProgressLog,
+    grouped_batches,
     make_trainer,
     peft_config,
     resume_point,
@@ -146,10 +147,9 @@ def train_sft(params: SFTParams, model, tokenizer, demos_jsonl: Path, out_dir: P
         per_device_train_batch_size=params.batch_size, per_device_eval_batch_size=params.batch_size,
         gradient_accumulation_steps=params.grad_accum, learning_rate=params.learning_rate,
         warmup_steps=params.warmup_ratio,  # a float < 1: a share of all steps
-        weight_decay=params.weight_decay, max_length=params.max_length,
-        eval_strategy="steps" if dev is not None else "no", eval_steps=params.eval_steps,
-        # batches of similar lengths: demonstrations range from one search to four, and padding is wasted compute
-        train_sampling_strategy="group_by_length",
+        weight_decay=params.weight_decay, eval_strategy="steps" if dev is not None else "no",
+        eval_steps=params.eval_steps,
+        **grouped_batches(params.max_length),  # demonstrations range from one search to four; encode_demo cuts them
     )
     trainer = make_trainer(params.seed, model=model, args=args, train_dataset=train, eval_dataset=dev,
                            processing_class=tokenizer, peft_config=peft_config(params.lora),
