@@ -35,19 +35,6 @@ def trainer_settings(checkpoint_dir: Path, seed: int, save_steps: int, logging_s
     )
 
 
-def grouped_batches(max_length: int) -> dict[str, Any]:
-    """``SFTConfig`` keywords for the batches that SFT and pretraining share: examples of similar lengths together
-    (:func:`make_trainer`'s sampler), and on a CPU no padding: each batch's rows joined into one sequence, whose
-    attention stays within each row (:mod:`searchlab.train.packed`; a GPU pads, or packs with flash attention
-    where it is asked for). TRL does not cut padding-free rows, so the caller's examples must already end at
-    ``max_length`` tokens."""
-    import torch
-
-    padding_free = not torch.cuda.is_available()
-    return dict(train_sampling_strategy="group_by_length", padding_free=padding_free,
-                max_length=None if padding_free else max_length)
-
-
 class ProgressLog:
     """The console's view of a training run: one line ``<what> k/N  <figures>  (s/step, ETA)`` about ``lines``
     times per run, in place of the Trainer's progress bar and printed log dicts (:func:`quiet_console`).
@@ -259,8 +246,8 @@ def make_trainer(seed: int, **kwargs):
     step (measured: pretraining ran twice as fast without it and without
     gradient checkpointing, with the same loss).
 
-    Padding-free batches (``args.padding_free``, :func:`grouped_batches`) make
-    the model attend within each joined row (:mod:`searchlab.train.packed`).
+    Padding-free batches (``args.padding_free``: sft's on a CPU) make the
+    model attend within each joined row (:mod:`searchlab.train.packed`).
     """
     import torch
     import transformers

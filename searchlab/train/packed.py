@@ -8,7 +8,8 @@ rows of a batch into one sequence and passes where each row starts
 (``cu_seq_lens_q``); flash attention reads those boundaries on a GPU, and
 :func:`packed_sdpa` does on a CPU, with PyTorch's causal attention row by row.
 The loss is the same (position ids restart with each row); the step is
-cheaper (measured: docs/results/demo-cost.md).
+cheaper (measured: docs/results/demo-cost.md). Pretraining's batches stay
+padded: 32 short rows attended one by one made the base stage slower.
 """
 
 from __future__ import annotations
@@ -47,6 +48,16 @@ def padding_mask(attention_mask=None, **kwargs):
     from transformers.masking_utils import sdpa_mask
 
     return None if attention_mask is None else sdpa_mask(attention_mask=attention_mask, **kwargs)
+
+
+def padding_free_batches(max_length: int) -> dict:
+    """``SFTConfig`` keywords for sft's batches: padding-free on a CPU, padded to their longest row on a GPU (or
+    packed there with flash attention where a config asks for it). TRL does not cut padding-free rows, so the
+    examples must already end at ``max_length`` tokens."""
+    import torch
+
+    padding_free = not torch.cuda.is_available()
+    return dict(padding_free=padding_free, max_length=None if padding_free else max_length)
 
 
 def attend_within_rows(model) -> None:

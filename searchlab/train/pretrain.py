@@ -35,7 +35,6 @@ from searchlab.jsonl import iter_jsonl
 from searchlab.params import TinyPretrainParams
 from searchlab.train.common import (
     ProgressLog,
-    grouped_batches,
     make_trainer,
     quiet_console,
     resume_point,
@@ -132,17 +131,15 @@ def pretrain_lm(params: TinyPretrainParams, seed: int, model, tokenizer, corpus_
     from trl import SFTConfig
 
     passages = [record["contents"] for _, record in iter_jsonl(corpus_jsonl)]
-    # each example at most max_length tokens, keeping its start (TRL does not cut padding-free rows)
-    examples = Dataset.from_list([{key: tokens[:params.max_length] for key, tokens in example.items()}
-                                  for example in pretraining_examples(tokenizer, passages, params, seed)])
+    examples = Dataset.from_list(pretraining_examples(tokenizer, passages, params, seed))
     resume = resume_point(checkpoint_dir)
     args = SFTConfig(
         **{**trainer_settings(checkpoint_dir, seed, params.save_steps, logging_steps=20),
            # the copying skill forms late in the run; a decaying rate slowed it down (measured)
            "lr_scheduler_type": "constant_with_warmup"},
         num_train_epochs=params.epochs, per_device_train_batch_size=params.batch_size,
-        learning_rate=params.learning_rate, warmup_steps=0.05,
-        **grouped_batches(params.max_length),  # passages and drills differ in length
+        learning_rate=params.learning_rate, warmup_steps=0.05, max_length=params.max_length,
+        train_sampling_strategy="group_by_length",  # passages and drills differ in length
     )
     trainer = make_trainer(seed, model=model, args=args, train_dataset=examples, processing_class=tokenizer,
                            callbacks=[ProgressLog("base: pretraining step", {"loss": "loss"}).callback])

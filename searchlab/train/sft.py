@@ -22,7 +22,6 @@ from searchlab.jsonl import read_jsonl
 from searchlab.params import Bucket, ModelParams, SFTParams
 from searchlab.train.common import (
     ProgressLog,
-    grouped_batches,
     make_trainer,
     peft_config,
     resume_point,
@@ -31,6 +30,7 @@ from searchlab.train.common import (
 )
 from searchlab.train.launch import Job, launch
 from searchlab.train.lm_head import IGNORE
+from searchlab.train.packed import padding_free_batches
 from searchlab.train.renaming import corpus_titles, rename_demos
 
 SFT_PROGRESS = {"loss": "loss", "eval loss": "eval_loss"}  # the console's line: label -> logged metric
@@ -149,7 +149,8 @@ def train_sft(params: SFTParams, model, tokenizer, demos_jsonl: Path, out_dir: P
         warmup_steps=params.warmup_ratio,  # a float < 1: a share of all steps
         weight_decay=params.weight_decay, eval_strategy="steps" if dev is not None else "no",
         eval_steps=params.eval_steps,
-        **grouped_batches(params.max_length),  # demonstrations range from one search to four; encode_demo cuts them
+        # batches of similar lengths: demonstrations range from one search to four, and padding is wasted compute
+        train_sampling_strategy="group_by_length", **padding_free_batches(params.max_length),  # encode_demo cuts
     )
     trainer = make_trainer(params.seed, model=model, args=args, train_dataset=train, eval_dataset=dev,
                            processing_class=tokenizer, peft_config=peft_config(params.lora),
