@@ -5,7 +5,9 @@ The stage process never trains in-process: :func:`launch` writes the job (a
 as JSON, starts ``accelerate launch -m <worker module> <job file>`` and waits;
 the worker reads it back with :func:`run_job`, which validates it as that kind.
 The single-CPU demo and an 8-GPU DeepSpeed run take the same path; only
-``num_processes`` and the accelerate config file differ.
+``num_processes`` and the accelerate config file differ. (Where accelerate
+would start a single process, :func:`launch` starts it itself, with the command
+and environment accelerate builds for it: :func:`one_worker`.)
 
 A worker must die with the process that launched it: a ``kill -9`` of the stage
 would otherwise leave it training (and writing checkpoints) while a rerun
@@ -77,7 +79,7 @@ JobT = TypeVar("JobT", bound=Job)
 
 def launch(module: str, job: Job, job_dir: Path, num_processes: int | None = None,
            config_file: str | None = None) -> dict[str, Any]:
-    """Run ``python -m module JOB_FILE`` under ``accelerate launch``; return what the job wrote to ``job.result``.
+    """Run ``python -m module JOB_FILE`` as ``accelerate launch`` runs it; return what the job wrote to ``job.result``.
 
     ``job`` is written to ``job_dir/job.json`` with ``result`` set to
     ``job_dir/result.json``, which the worker's main process writes when it
@@ -88,8 +90,9 @@ def launch(module: str, job: Job, job_dir: Path, num_processes: int | None = Non
     set there); ``num_processes`` overrides
     its process count. Without a config: ``num_processes``, or one process per
     visible GPU (one on a CPU); several start through torchrun
-    (:func:`distributed_options`), on a CPU too (joined with gloo). The
-    workers' output goes to this process's stdout/stderr.
+    (:func:`distributed_options`), on a CPU too (joined with gloo). A single
+    worker is started directly, as accelerate would start it (:func:`one_worker`).
+    The workers' output goes to this process's stdout/stderr.
     """
     job_dir.mkdir(parents=True, exist_ok=True)
     result, error, progress = job_dir / "result.json", job_dir / "error.txt", job_dir / "progress.log"
@@ -99,22 +102,23 @@ def launch(module: str, job: Job, job_dir: Path, num_processes: int | None = Non
     job_file = job_dir / "job.json"
     job_file.write_text(job.model_copy(update={"result": result, "error": error, "progress": progress,
                                                "exit_with_launcher": True}).model_dump_json(indent=1))
-    command = [sys.executable, "-m", "accelerate.commands.launch"]
+    options = []  # accelerate launch's
     if config_file:
-        command += ["--config_file", str(config_file)] + (["--num_processes", str(num_processes)] if num_processes
-                                                           else [])
+        options += ["--config_file", str(config_file)] + (["--num_processes", str(num_processes)] if num_processes
+                                                          else [])
     else:  # accelerate's defaults, stated so it does not warn about each; the Trainer sets mixed precision itself
         processes = num_processes or _gpu_count() or 1
-        command += ["--num_processes", str(processes), "--num_machines", "1", "--mixed_precision", "no",
+        options += ["--num_processes", str(processes), "--num_machines", "1", "--mixed_precision", "no",
                     "--dynamo_backend", "no",
                     # accelerate's own default is one thread per process, which halves CPU training on two cores
                     "--num_cpu_threads_per_process", str(max(1, _cpu_threads() // processes))]
         if processes > 1:
-            command += distributed_options()
-    command += ["-m", module, str(job_file)]
+            options += distributed_options()
+    options += ["-m", module, str(job_file)]
     quiet_libraries()  # before the workers import datasets and transformers: they inherit the switches
+    command, env = one_worker(options) or ([sys.executable, "-m", "accelerate.commands.launch", *options], None)
     # stdin: the pipe workers watch (see the module docstring); we never write to it
-    process = subprocess.Popen(command, stdin=subprocess.PIPE)
+    process = subprocess.Popen(command, stdin=subprocess.PIPE, env=env)
     done = threading.Event()
     # in this thread's context: a stage's run context (Prefect's) then files the relayed lines under its run
     relay = threading.Thread(target=contextvars.copy_context().run, args=(_relay_logs, progress, done),
@@ -139,6 +143,30 @@ def launch(module: str, job: Job, job_dir: Path, num_processes: int | None = Non
             raise failure from OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(job_dir))
         raise failure
     return json.loads(result.read_text())
+
+
+def one_worker(launch_args: list[str]) -> tuple[list[str], dict[str, str]] | None:
+    """The command and environment with which ``accelerate launch launch_args`` would start a single worker process
+    itself, so that :func:`launch` starts it directly; None where accelerate would start several, or use DeepSpeed,
+    FSDP or another launcher (its own config file may ask for them).
+
+    accelerate's simple launcher is a Python process that only starts that one
+    worker and waits for it: it took 2 s to start in every training stage and
+    held 290 MB beside the worker (measured: docs/results/demo-cost.md). The
+    command and environment are accelerate's own (its argument checks and its
+    ``prepare_simple_launcher_cmd_env``), so the worker runs as under the launcher.
+    """
+    from accelerate.commands.config.config_args import ComputeEnvironment
+    from accelerate.commands.launch import _validate_launch_command, launch_command_parser
+    from accelerate.utils.launch import prepare_simple_launcher_cmd_env
+
+    args, defaults, _ = _validate_launch_command(launch_command_parser().parse_args(launch_args))
+    distributed = any(getattr(args, flag) for flag in ("use_deepspeed", "use_fsdp", "use_megatron_lm", "multi_gpu",
+                                                        "tpu"))
+    if (distributed and not args.cpu) or (defaults is not None and
+                                          defaults.compute_environment == ComputeEnvironment.AMAZON_SAGEMAKER):
+        return None  # the branches of accelerate's launch_command before its simple launcher
+    return prepare_simple_launcher_cmd_env(args)
 
 
 NO_SPACE_SUFFIX = ".no-space"  # beside job.error: the worker failed because a disk filled up
