@@ -51,9 +51,8 @@ def padding_mask(attention_mask=None, **kwargs):
 
 
 def padding_free_batches(max_length: int) -> dict:
-    """``SFTConfig`` keywords for sft's batches: padding-free on a CPU, padded to their longest row on a GPU (or
-    packed there with flash attention where a config asks for it). TRL does not cut padding-free rows, so the
-    examples must already end at ``max_length`` tokens."""
+    """``SFTConfig`` keywords for sft's batches: padding-free on a CPU, padded to their longest row on a GPU. TRL
+    does not cut padding-free rows, so the examples must already end at ``max_length`` tokens."""
     import torch
 
     padding_free = not torch.cuda.is_available()
