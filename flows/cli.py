@@ -84,6 +84,10 @@ def run(
         with temporary_settings({PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
             summary = pipeline(params_file=params_file, overrides=overrides or [], stages=stages or [],
                                force=force or [], root=str(root), record_dvc=not no_dvc_commit)
+    except KeyboardInterrupt:
+        raise _fail("interrupted (Ctrl-C); the stage in progress stopped and its MLflow run is marked KILLED. "
+                    "Run the same command again to go on: finished stages are cached, training resumes from its "
+                    "last checkpoint", 130) from None
     except Exception as err:  # the flow already logged the traceback; end with one clear line
         from searchlab.files import no_space_message
 

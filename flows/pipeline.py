@@ -62,8 +62,8 @@ def pipeline(params_file: str = "params/default.yaml", overrides: list[str] | No
             for stage in todo:
                 state = stage_task(stage)(ctx, {n: results[n] for n in stage.needs(params)}, return_state=True)
                 results[stage.name] = state.result()  # raises if the stage failed
-        except BaseException:
-            tracker.finish_pipeline(parent, status="FAILED")
+        except BaseException as error:
+            tracker.finish_failed(parent, error)
             raise
         computed = [stage for stage, r in results.items() if not r.cached]
         tracker.finish_pipeline(parent, metrics={"stages_computed": len(computed),

@@ -344,10 +344,10 @@ def _build_and_publish(stage: Stage, ctx: RunContext, inputs: dict[str, Any], fp
                 publishing.release()
                 raise
             publishing.downgrade()
-    except BaseException:
+    except BaseException as error:
         shutil.rmtree(scratch, ignore_errors=True)
         if run_id:
-            ctx.tracker.finish_stage(run_id, status="FAILED")
+            ctx.tracker.finish_failed(run_id, error)
         raise
     shutil.rmtree(resume, ignore_errors=True)
     prune_abandoned(ctx, stage.name)

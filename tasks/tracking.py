@@ -151,9 +151,12 @@ def _worker(uri: str, experiment: str, root: Path) -> subprocess.Popen:
     key = (uri, experiment, str(root.resolve()))
     proc = _started.get(key)
     if proc is None or proc.poll() is not None:
+        # Its own session: Ctrl-C, which the terminal sends to the run's whole process group, must leave it
+        # alive, so the interrupted run can still close its MLflow runs. It ends when its stdin closes, which
+        # happens when the run's process ends however it ends (kill -9 included).
         proc = _started[key] = subprocess.Popen(
             [sys.executable, "-m", "tasks.tracking", uri, experiment, str(root.resolve())],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1, start_new_session=True)
     return proc
 
 
@@ -217,6 +220,10 @@ class Tracker:
         return self._call("register_model", run_id, name, alias, str(folder), files, tags)
 
     finish_pipeline = finish_stage
+
+    def finish_failed(self, run_id: str, error: BaseException) -> None:
+        """Close run ``run_id``, which ``error`` ended: KILLED when the user interrupted it (Ctrl-C), else FAILED."""
+        self.finish_stage(run_id, status="KILLED" if isinstance(error, KeyboardInterrupt) else "FAILED")
 
     def _call(self, method: str, *args: Any) -> Any:
         with self._lock:

@@ -68,10 +68,11 @@ def allows(answer: str, piece: str, sources: str) -> bool:
     if ANSWER_CLOSE in text:  # closing: the answer before the tag must be a non-empty copy
         core = text[:text.index(ANSWER_CLOSE)].strip()
         return bool(core) and _occurs(core, sources, whole=True)
-    for size in range(len(ANSWER_CLOSE) - 1, 1, -1):  # a closing tag spelled over several tokens ("</", "answer>")
-        if text.endswith(ANSWER_CLOSE[:size]):
-            core = text[:-size].strip()
-            return bool(core) and _occurs(core, sources, whole=True)
+    if "</" in text:  # a closing tag spelled over several tokens ("</", "answer>"), each beginning with "</"
+        for size in range(len(ANSWER_CLOSE) - 1, 1, -1):
+            if text.endswith(ANSWER_CLOSE[:size]):
+                core = text[:-size].strip()
+                return bool(core) and _occurs(core, sources, whole=True)
     core = text.strip()
     if not core:
         return True
@@ -94,9 +95,11 @@ class ExtractiveAnswers:
     def __init__(self, tokenizer: Any, pad_id: int) -> None:
         self.tokenizer, self.pad_id = tokenizer, pad_id
         # per row (a batch row, or any key a caller of begin_row_turn uses): its sources, whether its turn opened
-        # inside <answer>, its candidate tokens, and those by their text's first character
+        # inside <answer>, its turn's text so far as single-token pieces with the count of tokens it holds, and,
+        # once the row opens an answer, its candidate tokens and those by their text's first character
         self.sources: dict[Any, str] = {}
         self.opened: dict[Any, bool] = {}
+        self.scanned: dict[Any, tuple[str, int]] = {}
         self.candidates: dict[Any, list[int]] = {}
         self.by_first: dict[Any, dict[str | None, list[int]]] = {}
         self.turn_start: int | None = None
@@ -117,22 +120,34 @@ class ExtractiveAnswers:
 
         ``answer_opened``: every row's context ends with an ``<answer>`` the turn continues.
         """
-        self.sources, self.opened, self.candidates, self.by_first = {}, {}, {}, {}
+        self.sources, self.opened, self.scanned, self.candidates, self.by_first = {}, {}, {}, {}, {}
         self.turn_start = None
         for r, text in enumerate(sources):
             self.begin_row_turn(r, text, answer_opened)
 
     def begin_row_turn(self, row: Any, sources: str, answer_opened: bool = False) -> None:
-        """Set one row's sources for its next turn (:meth:`constrain` names rows by the same keys)."""
-        ids = set(self.tokenizer(sources, add_special_tokens=False)["input_ids"]) | self._always
-        # a word may be spelled with or without its leading space, depending on where the answer starts
-        words = set(sources.split())
-        self._spell(words - self._spelled.keys())
-        for word in words:
-            ids.update(self._spelled[word])
-        self.sources[row], self.opened[row] = sources, answer_opened
-        self.candidates[row] = sorted(ids)
-        self.by_first[row] = self._by_first_character(self.candidates[row])
+        """Set one row's sources for its next turn, before its first token (:meth:`constrain` names rows by the same
+        keys, and reads a row's turn as growing from here)."""
+        self.sources[row], self.opened[row], self.scanned[row] = sources, answer_opened, ("", 0)
+        # the tokens an answer could be spelled with are found when the row opens one (:meth:`_candidates`): most
+        # turns search, and tokenizing the sources for each took a tenth of an evaluation
+        self.candidates.pop(row, None)
+        self.by_first.pop(row, None)
+
+    def _candidates(self, row: Any) -> list[int]:
+        """The tokens row ``row``'s answer may be spelled with: those of its sources, each source word spelled alone
+        and after a space, the closing tag's and the space's (found once per turn, and grouped by first character)."""
+        if row not in self.candidates:
+            sources = self.sources[row]
+            ids = set(self.tokenizer(sources, add_special_tokens=False)["input_ids"]) | self._always
+            # a word may be spelled with or without its leading space, depending on where the answer starts
+            words = set(sources.split())
+            self._spell(words - self._spelled.keys())
+            for word in words:
+                ids.update(self._spelled[word])
+            self.candidates[row] = sorted(ids)
+            self.by_first[row] = self._by_first_character(self.candidates[row])
+        return self.candidates[row]
 
     def _spell(self, words: set[str]) -> None:
         """Keep the ids of each of ``words`` tokenized alone and after a space (words recur over turns and rows)."""
@@ -163,8 +178,9 @@ class ExtractiveAnswers:
         there. Checking ``allows`` on every candidate took most of the
         processor's time.
         """
+        candidates = self._candidates(r)
         if not answer or answer[-1].isspace() or "<" in answer:
-            return self.candidates[r]
+            return candidates
         copied, sources, groups = answer.lstrip(), self.sources[r], self.by_first[r]
         following, at = set(), sources.find(copied)
         while at >= 0:
@@ -173,8 +189,23 @@ class ExtractiveAnswers:
             at = sources.find(copied, at + 1)
         return groups[None] + [token for c in following for token in groups.get(c, ())]
 
-    def _open_answer(self, generated: list[int], answer_opened: bool) -> str | None:
-        """The answer text a turn has written so far, or None when it is not inside ``<answer>``."""
+    def _open_answer(self, row: Any, generated: list[int]) -> str | None:
+        """The answer text row ``row``'s turn has written so far as ``generated``, or None when it is not inside
+        ``<answer>``.
+
+        A turn whose single-token pieces hold no ``<answer>`` has not opened one
+        (the tag's characters are ASCII, which a byte-level token never splits),
+        so the turn is decoded whole only once it has: the pieces are joined as
+        the turn grows, where a decode of the whole turn at every step was a
+        quarter of this processor's time.
+        """
+        answer_opened = self.opened[row]
+        if not answer_opened:
+            pieces, seen = self.scanned[row]
+            pieces += "".join(self._piece(t) for t in generated[seen:] if t != self.pad_id)
+            self.scanned[row] = (pieces, len(generated))
+            if ANSWER_OPEN not in pieces:
+                return None
         text = self.tokenizer.decode([t for t in generated if t != self.pad_id], skip_special_tokens=False,
                                      clean_up_tokenization_spaces=False)
         if answer_opened:
@@ -190,7 +221,7 @@ class ExtractiveAnswers:
         import torch
 
         for i, (r, turn) in enumerate(zip(rows, generated)):
-            answer = self._open_answer(turn, self.opened[r])
+            answer = self._open_answer(r, turn)
             if answer is None:
                 continue
             allowed = [t for t in self._viable(r, answer) if allows(answer, self._piece(t), self.sources[r])]

@@ -139,3 +139,59 @@ def test_kill_9_during_index_then_rerun_completes(prefect_server, tmp_path):
     rerun = run_cli(project, "run", "--params", "params/smoke.yaml")
     assert "index" in rerun.stdout and (project / "data/index/manifest.json").exists()
     assert "index        cached" in run_cli(project, "status", "--params", "params/smoke.yaml").stdout
+
+
+def processes_naming(folder) -> list[str]:
+    """The command lines of this machine's live processes that name ``folder``."""
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as cmdline:
+                command = cmdline.read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:  # not a process, or it ended as we looked
+            continue
+        if str(folder) in command:
+            found.append(command)
+    return found
+
+
+@pytest.mark.slow
+def test_ctrl_c_during_training_ends_the_run_as_interrupted(prefect_server, tmp_path):
+    """SIGINT to the run's process group, as Ctrl-C in a terminal sends it, while sft trains: the run says it was
+    interrupted (exit 130) rather than naming a casualty of the signal, its MLflow runs end KILLED, no process is
+    left, and the same command then finishes the stage."""
+    from mlflow import MlflowClient
+
+    from tasks.tracking import default_tracking_uri
+
+    project = make_project(tmp_path / "project")
+    run_cli(project, "run", "base", "--params", "params/smoke.yaml")
+    # default SIGINT handling in the run, whatever the test runner's (a background shell's children ignore it)
+    proc = subprocess.Popen([str(BIN / "searchlab"), "run", "sft", "--params", "params/smoke.yaml"], cwd=project,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL), env=os.environ.copy())
+    output = []
+    for line in proc.stdout:  # the run's progress lines, until sft's first step
+        output.append(line)
+        if "sft: step" in line:
+            break
+    assert proc.poll() is None, "".join(output)
+    os.killpg(proc.pid, signal.SIGINT)
+    output += proc.stdout.readlines()
+    assert proc.wait(timeout=60) == 130, "".join(output)
+    text = "".join(output)
+    assert "error: interrupted (Ctrl-C)" in text and "TrackingError" not in text, text
+    deadline = time.time() + 10
+    while left := processes_naming(project):  # the training worker, the MLflow worker (its own session)
+        assert time.time() < deadline, f"processes of the interrupted run still alive: {left}"
+        time.sleep(0.1)
+
+    client = MlflowClient(default_tracking_uri(project))
+    experiment = client.get_experiment_by_name("searchlab-smoke").experiment_id
+    interrupted = client.search_runs([experiment], "tags.`searchlab.stage` = 'sft'")
+    assert [run.info.status for run in interrupted] == ["KILLED"]
+    parent = client.get_run(interrupted[0].data.tags["mlflow.parentRunId"])
+    assert parent.info.status == "KILLED"
+    assert not (project / "data/sft").exists()
+    rerun = run_cli(project, "run", "sft", "--params", "params/smoke.yaml")
+    assert (project / "data/sft/manifest.json").is_file(), rerun.stdout

@@ -71,6 +71,27 @@ def test_the_processor_masks_what_the_sources_do_not_hold(tok):
     assert torch.equal(processor(thinking, scores.clone()), scores)
 
 
+def test_a_turn_read_as_it_grows_is_constrained_as_one_read_whole(tok):
+    """The processor follows a turn token by token (joining their pieces until ``<answer>`` shows); at every
+    step its mask equals that of a processor reading the turn so far in one go, with the tag as its own token
+    or spelled in pieces."""
+    sources = "Tokyo is the capital of Japan."
+    for tag in (["<answer>"], ["<", "answer", ">"]):
+        turn = [i for piece in ["<think>", "Paris", ".</think>\n", *tag, " Tok", "yo", "</answer>"]
+                for i in encode_completion(tok, piece)]
+        scores = torch.randn(1, len(tok), generator=torch.Generator().manual_seed(0))
+        growing = ExtractiveAnswers(tok, tok.pad_token_id)
+        growing.begin_row_turn("row", sources)
+        masked = 0
+        for end in range(len(turn) + 1):
+            fresh = ExtractiveAnswers(tok, tok.pad_token_id)
+            fresh.begin_row_turn("row", sources)
+            expected = fresh.constrain(["row"], [turn[:end]], scores.clone())
+            assert torch.equal(growing.constrain(["row"], [turn[:end]], scores.clone()), expected), (tag, end)
+            masked += not torch.equal(expected, scores)
+        assert masked >= 2  # inside the answer: " Tok" and "yo" were chosen under the mask
+
+
 class OpenAnswer(Recording):
     """The real model; each row is made to write ``<think>…</think>\\n<answer>`` first, then decodes freely."""
 
@@ -128,7 +149,7 @@ def test_the_processor_s_shortcut_allows_exactly_the_tokens_a_check_of_every_can
         for end in range(start + 1, min(start + 14, len(SOURCES)) + 1):
             answers |= {SOURCES[start:end], " " + SOURCES[start:end], " " + SOURCES[start:end] + " "}
     for answer in sorted(answers):
-        every = {t for t in processor.candidates[0] if allows(answer, processor._piece(t), SOURCES)}
+        every = {t for t in processor._candidates(0) if allows(answer, processor._piece(t), SOURCES)}
         shortcut = {t for t in processor._viable(0, answer) if allows(answer, processor._piece(t), SOURCES)}
         assert shortcut == every, answer
-    assert len(processor._viable(0, " Olsadarn")) < len(processor.candidates[0]) / 4  # the point of it
+    assert len(processor._viable(0, " Olsadarn")) < len(processor._candidates(0)) / 4  # the point of it
