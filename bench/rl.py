@@ -22,6 +22,10 @@ In one run, on the demo's data (``data/sft``, ``data/base``, ``data/qa``, ``data
    loop itself costs (searches, information blocks, turns). Both are split into the model's decode steps, its
    prefills (prompts and information blocks read at once) and the rest
    (sampling, logits processors, searches, Python), timed by forward hooks.
+   The rollout (seeded: the same episodes each time) and both ``generate``
+   calls run ``--repeats`` times, alternating, and the fastest of each counts:
+   on this shared CPU one batch's rollout took from 1.0 to 2.0 s from one run
+   to the next, so a single one said little.
 3. **Trainer tokens/s against SFT's**: the tokens the loss read (prompts, model
    turns and information blocks of every episode) per second of the non-rollout
    part of the steps, against ``--sft-steps`` steps of the sft trainer on the
@@ -99,6 +103,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=10, help="at most 10: every step's episodes are counted")
     parser.add_argument("--sft-steps", type=int, default=20)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--repeats", type=int, default=5, help="timed runs of the rollout and of each generate")
     args = parser.parse_args()
 
     import torch
@@ -160,54 +165,71 @@ def main() -> None:
             0, rl.questions_per_step)
         batch = [q["question"] for q in questions for _ in range(rl.num_generations)]
         params = training_rollout_params(p.rollout, rl, 0, len(batch))
-        started = time.perf_counter()
-        with ForwardTimes(model) as rollout_forwards:
-            episodes = rollout(model, tokenizer, retriever, batch, params)
-        rollout_seconds = time.perf_counter() - started
+
+        def timed(call):
+            """(seconds, ForwardTimes, result) of ``call()``."""
+            started = time.perf_counter()
+            with ForwardTimes(model) as forwards:
+                result = call()
+            return time.perf_counter() - started, forwards, result
+
+        episodes = rollout(model, tokenizer, retriever, batch, params)  # the same episodes every time (seeded)
         generated = sum(e.generated_tokens for e in episodes)
         per_row = max(1, round(generated / len(episodes)))
+        lengths = [max(1, e.generated_tokens) for e in episodes]
         prompts = [encode_prompt(tokenizer, e.prompt) for e in episodes]
         width = max(map(len, prompts))
         pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
         ids = torch.tensor([[pad] * (width - len(x)) + x for x in prompts])
         mask = torch.tensor([[0] * (width - len(x)) + [1] * len(x) for x in prompts])
-        torch.manual_seed(0)
-        started = time.perf_counter()
-        with torch.inference_mode(), ForwardTimes(model) as plain_forwards:
-            model.generate(input_ids=ids, attention_mask=mask, do_sample=True, temperature=rl.temperature, top_p=1.0,
-                           top_k=0, max_new_tokens=per_row, min_new_tokens=per_row, pad_token_id=pad)
-        plain_seconds = time.perf_counter() - started
-        rollout_tps, plain_tps = generated / rollout_seconds, per_row * len(batch) / plain_seconds
+
+        def generate(**lengths_kwargs):
+            torch.manual_seed(0)
+            with torch.inference_mode():
+                return model.generate(input_ids=ids, attention_mask=mask, do_sample=True, temperature=rl.temperature,
+                                      top_p=1.0, top_k=0, pad_token_id=pad, **lengths_kwargs)
+
+        calls = {
+            "rollout": lambda: rollout(model, tokenizer, retriever, batch, params),
+            # exactly the episodes' mean number of tokens in every row
+            "generate": lambda: generate(max_new_tokens=per_row, min_new_tokens=per_row),
+            # every row as long as its episode: generate then also lasts as long as the longest
+            "generate_same_lengths": lambda: generate(
+                max_new_tokens=max(lengths), eos_token_id=tokenizer.eos_token_id,
+                logits_processor=LogitsProcessorList([RowLengths(lengths, width, tokenizer.eos_token_id)])),
+        }
+        runs: dict[str, list] = {name: [] for name in calls}
+        for _ in range(args.repeats):  # alternating; on a shared CPU single runs move a lot, so the fastest counts
+            for name, call in calls.items():
+                seconds, forwards, result = timed(call)
+                if name == "rollout" and sum(e.generated_tokens for e in result) != generated:
+                    sys.exit("bench/rl.py: the seeded rollout gave other episodes on a repeat")
+                runs[name].append((seconds, forwards))
+        fastest = {name: min(timings, key=lambda timing: timing[0]) for name, timings in runs.items()}
+        rollout_tps = generated / fastest["rollout"][0]
+        plain_tps = per_row * len(batch) / fastest["generate"][0]
+        same_tps = sum(lengths) / fastest["generate_same_lengths"][0]
         # a batch's rollout lasts as long as its longest episode, generate as long as the mean one: a bound
         longest = max(e.generated_tokens for e in episodes)
-        figures.update(batch=len(batch), tokens_per_episode=per_row, longest_episode=longest,
+        figures.update(batch=len(batch), repeats=args.repeats, tokens_per_episode=per_row, longest_episode=longest,
                        mean_over_longest=round(per_row / longest, 3), rollout_tokens_per_s=round(rollout_tps, 1),
-                       generate_tokens_per_s=round(plain_tps, 1), rollout_vs_generate=round(rollout_tps / plain_tps, 3))
+                       generate_tokens_per_s=round(plain_tps, 1), rollout_vs_generate=round(rollout_tps / plain_tps, 3),
+                       generate_same_lengths_tokens_per_s=round(same_tps, 1),
+                       rollout_vs_generate_same_lengths=round(rollout_tps / same_tps, 3),
+                       seconds={name: [round(seconds, 3) for seconds, _ in timings] for name, timings in runs.items()})
         print(f"rollout {rollout_tps:.0f} model tokens/s against plain generate {plain_tps:.0f} tokens/s at batch "
-              f"{len(batch)}: ratio {rollout_tps / plain_tps:.2f} (target >= 0.8); the episodes' mean length over "
-              f"the longest's, {per_row}/{longest} = {per_row / longest:.2f}, bounds its decode steps")
-        # the same again with every row as long as its episode: generate then also lasts as long as the longest
-        lengths = [max(1, e.generated_tokens) for e in episodes]
-        torch.manual_seed(0)
-        started = time.perf_counter()
-        with torch.inference_mode(), ForwardTimes(model) as same_forwards:
-            model.generate(input_ids=ids, attention_mask=mask, do_sample=True, temperature=rl.temperature, top_p=1.0,
-                           top_k=0, max_new_tokens=max(lengths), pad_token_id=pad, eos_token_id=tokenizer.eos_token_id,
-                           logits_processor=LogitsProcessorList([RowLengths(lengths, width, tokenizer.eos_token_id)]))
-        same_seconds = time.perf_counter() - started
-        same_tps = sum(lengths) / same_seconds
-        figures.update(generate_same_lengths_tokens_per_s=round(same_tps, 1),
-                       rollout_vs_generate_same_lengths=round(rollout_tps / same_tps, 3))
+              f"{len(batch)}, the fastest of {args.repeats} each: ratio {rollout_tps / plain_tps:.2f} (target >= "
+              f"0.8); the episodes' mean length over the longest's, {per_row}/{longest} = {per_row / longest:.2f}, "
+              "bounds its decode steps")
         print(f"against generate with each row as long as its episode ({same_tps:.0f} tokens/s): ratio "
               f"{rollout_tps / same_tps:.2f}")
-        for name, forwards, seconds in (("rollout", rollout_forwards, rollout_seconds),
-                                        ("generate", plain_forwards, plain_seconds),
-                                        ("generate_same_lengths", same_forwards, same_seconds)):
+        for name, (seconds, forwards) in fastest.items():
             split = forwards.split(seconds)
             figures.update({f"{name}_{key}": value for key, value in split.items()})
             print(f"  {name}: {split['decode_steps']} decode steps {split['decode_s']} s, prefill of "
                   f"{split['prefill_positions']} positions (prompts, information blocks, their padding) "
-                  f"{split['prefill_s']} s, the rest (sampling, logits processors, searches, Python) {split['rest_s']} s")
+                  f"{split['prefill_s']} s, the rest (sampling, logits processors, searches, Python) {split['rest_s']} s"
+                  f"; every run {', '.join(f'{t:.2f}' for t in figures['seconds'][name])} s")
 
         # SFT's trainer tokens/s on the same machine, in the same run
         sft = p.sft.model_copy(update={"max_steps": args.sft_steps, "save_steps": args.sft_steps,
