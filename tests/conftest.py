@@ -74,6 +74,18 @@ def make_project(dest: Path, with_code: bool = False) -> Path:
     return dest
 
 
+def processes_running(needle: str) -> list[int]:
+    """Pids whose command line mentions ``needle`` (read from /proc)."""
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if needle in cmdline.read_bytes().decode(errors="replace"):
+                found.append(int(cmdline.parent.name))
+        except OSError:  # the process ended while we looked
+            pass
+    return found
+
+
 def run_cli(project: Path, *args: str, timeout: float = 300, env: dict | None = None,
             check: bool = True) -> subprocess.CompletedProcess:
     """Run the real `searchlab` CLI in ``project``."""

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from tests.conftest import BIN, make_project, run_cli
+from tests.conftest import BIN, make_project, processes_running, run_cli
 
 FLASHRAG_LINE = '{"id": "q1", "question": "Who?", "golden_answers": ["Ann"]}\n'
 
@@ -141,20 +141,6 @@ def test_kill_9_during_index_then_rerun_completes(prefect_server, tmp_path):
     assert "index        cached" in run_cli(project, "status", "--params", "params/smoke.yaml").stdout
 
 
-def processes_naming(folder) -> list[str]:
-    """The command lines of this machine's live processes that name ``folder``."""
-    found = []
-    for entry in os.listdir("/proc"):
-        try:
-            with open(f"/proc/{entry}/cmdline", "rb") as cmdline:
-                command = cmdline.read().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:  # not a process, or it ended as we looked
-            continue
-        if str(folder) in command:
-            found.append(command)
-    return found
-
-
 @pytest.mark.slow
 def test_ctrl_c_during_training_ends_the_run_as_interrupted(prefect_server, tmp_path):
     """SIGINT to the run's process group, as Ctrl-C in a terminal sends it, while sft trains: the run says it was
@@ -182,7 +168,7 @@ def test_ctrl_c_during_training_ends_the_run_as_interrupted(prefect_server, tmp_
     text = "".join(output)
     assert "error: interrupted (Ctrl-C)" in text and "TrackingError" not in text, text
     deadline = time.time() + 10
-    while left := processes_naming(project):  # the training worker, the MLflow worker (its own session)
+    while left := processes_running(str(project)):  # the training worker, the MLflow worker (its own session)
         assert time.time() < deadline, f"processes of the interrupted run still alive: {left}"
         time.sleep(0.1)
 

@@ -9,7 +9,6 @@ import shutil
 import subprocess
 import sys
 import time
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -31,6 +30,7 @@ from searchlab.train.launch import LaunchError
 from searchlab.train.pretrain import copy_accuracy, pretraining_examples
 from searchlab.train.base import build_base, start_model
 from searchlab.train.sft import IGNORE, SFTJob, encode_demo, run_sft, train_sft
+from tests.conftest import processes_running
 
 CITIES = ["Kelmora", "Vosshorby", "Althouhelm", "Rimkoulford", "Halkrelt", "Basrourn"]
 
@@ -166,18 +166,6 @@ def test_a_worker_that_fills_the_disk_is_reported_as_a_full_disk_naming_the_fold
     assert message is not None and message.startswith(f"{tmp_path / 'job'}: No space left on device; free space")
 
 
-def _processes_running(needle: str) -> list[int]:
-    """Pids whose command line mentions ``needle`` (read from /proc)."""
-    found = []
-    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
-        try:
-            if needle in cmdline.read_bytes().decode(errors="replace"):
-                found.append(int(cmdline.parent.name))
-        except OSError:  # the process ended while we looked
-            pass
-    return found
-
-
 @pytest.mark.slow
 def test_accelerate_job_dies_with_a_killed_stage_and_the_rerun_resumes_to_the_same_model(demos, base_model, tmp_path):
     params = _params(max_steps=150, save_steps=5, eval_steps=1000, logging_steps=10)
@@ -203,9 +191,9 @@ def test_accelerate_job_dies_with_a_killed_stage_and_the_rerun_resumes_to_the_sa
 
     # the workers notice their launcher is gone and exit instead of training on beside the rerun
     deadline = time.monotonic() + 15
-    while _processes_running(str(work / "job.json")) and time.monotonic() < deadline:
+    while processes_running(str(work / "job.json")) and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert _processes_running(str(work / "job.json")) == [] and not (work / "result.json").exists()
+    assert processes_running(str(work / "job.json")) == [] and not (work / "result.json").exists()
 
     resumed = run_sft(scratch.model_copy(update={"out_dir": tmp_path / "b"}))
     assert 15 <= resumed["resumed_from_step"] < 150 and resumed["steps"] == 150
