@@ -66,6 +66,10 @@ ROWS = {
     "dr-grpo": ["rl.loss_type=dr_grpo"],
     "batch-scale": ["rl.scale_rewards=batch"],
     "renamed": ["rl.renamed=true"],  # episodes in a world whose titles are permuted: recall of sft's names cannot pay
+    "guidance": ["rl.guidance.enabled=true"],  # the demonstration in groups with no right episode (LUFFY)
+    "graded": ["rl.reward.evidence_share=0.5"],  # David-GRPO's share of evidence retrieved, whatever the answer
+    "near-miss": ["rl.near_miss=true"],  # re-roll the best partial episode of a failed group (David-GRPO)
+    "all-three": ["rl.guidance.enabled=true", "rl.reward.evidence_share=0.5", "rl.near_miss=true"],
 }
 DEFAULT_ROWS = ["grpo", "llds", "cgrpo", "clpo", "simulated"]
 REFERENCE = "grpo"
@@ -111,10 +115,14 @@ def evaluate_agents(p, folders: dict[str, Path], retriever, out: Path, systems: 
 
 def signal_shares(history: list[dict]) -> dict[str, float]:
     """Over a run's steps: the mean share of groups whose episodes all earned the same reward (no advantage) in
-    the first draw of questions and in the batch trained on (they differ under dynamic sampling)."""
+    the first draw of questions and in the batch trained on (they differ under dynamic sampling); with guidance
+    the share of groups with no right episode and the groups guided per step, with near-miss the re-rolls per step
+    and how many of them answered right."""
     shares = {}
     for key, name in (("groups/uniform_first_draw", "uniform_first_draw"), ("groups/uniform_trained",
-                                                                            "uniform_trained")):
+                                                                            "uniform_trained"),
+                      ("guidance/all_wrong", "all_wrong"), ("guidance/guided", "guided_per_step"),
+                      ("near_miss/rerolled", "rerolled_per_step"), ("near_miss/solved", "rerolls_solved_per_step")):
         values = [row[key] for row in history if key in row]
         if values:
             shares[name] = round(sum(values) / len(values), 3)
@@ -176,14 +184,15 @@ def chart_likelihood(out: Path, rows: list[str], window: int = 10) -> None:
     plt.close(figure)
 
 
-def versus_sft(results: dict, rows: list[str], system: str) -> list[str]:
-    """A Markdown table: each row's difference from sft as ``system`` (paired bootstrap, p) per suite."""
+def versus_sft(results: dict, rows: list[str], system: str, against: str = "sft") -> list[str]:
+    """A Markdown table: each row's difference from ``against`` (sft) as ``system`` (paired bootstrap, p) per
+    suite."""
     suites = list(results["benchmarks"])
     lines = ["| row | " + " | ".join(suites) + " |", "|---" * (len(suites) + 1) + "|"]
     for name in rows:
         cells = []
         for suite in suites:
-            c = results["benchmarks"][suite]["comparisons"][f"{name}/{system} vs sft/{system}"]
+            c = results["benchmarks"][suite]["comparisons"][f"{name}/{system} vs {against}/{system}"]
             cells.append(f"{c['difference']:+.3f} (p {c['p_value']:.3f})")
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     return lines
@@ -215,14 +224,14 @@ def sampled_table(results: dict, rows: list[str], out: Path) -> str:
                       *versus_sft(results, rows, "sampled"), ""])
 
 
-def tables(results: dict, rows: list[str], figures: dict[str, dict]) -> str:
-    """The Markdown tables: EM [95% interval] per suite and row; difference against grpo and against sft (p) per
-    suite and row."""
+def tables(results: dict, rows: list[str], figures: dict[str, dict], control: str | None = None) -> str:
+    """The Markdown tables: EM [95% interval] per suite and row; difference against grpo, against sft and against
+    the continued-SFT ``control`` (if any) (p) per suite and row."""
     suites = list(results["benchmarks"])
-    em = ["| row | " + " | ".join(suites) + " | rollout s/step | uniform groups (drawn → trained) | dev EM start → "
-          "last |", "|---" * (len(suites) + 4) + "|"]
+    em = ["| row | " + " | ".join(suites) + " | train s | rollout s/step | uniform groups (drawn → trained) | "
+          "all-wrong groups | dev EM start → last |", "|---" * (len(suites) + 6) + "|"]
     versus = ["| row | " + " | ".join(suites) + " |", "|---" * (len(suites) + 1) + "|"]
-    for name in ["sft", *rows]:
+    for name in ["sft", *([control] if control else []), *rows]:
         cells = []
         for suite in suites:
             s = results["benchmarks"][suite]["systems"][f"{name}/agent"]["em"]
@@ -230,19 +239,23 @@ def tables(results: dict, rows: list[str], figures: dict[str, dict]) -> str:
         f = figures.get(name, {})
         shares = f"{f['uniform_first_draw']:.2f} → {f['uniform_trained']:.2f}" if "uniform_trained" in f else "—"
         dev = f"{f['dev_em_start']:.2f} → {f['dev_em_last']:.2f}" if f.get("dev_em_start") is not None else "—"
-        em.append(f"| {name} | " + " | ".join(cells) + f" | {f.get('rollout_seconds_per_step', '—')} | {shares} | "
-                  f"{dev} |")
-        if name in (REFERENCE, "sft"):
+        em.append(f"| {name} | " + " | ".join(cells) + f" | {f.get('train_seconds_total', '—')} | "
+                  f"{f.get('rollout_seconds_per_step', '—')} | {shares} | {f.get('all_wrong', '—')} | {dev} |")
+        if name in (REFERENCE, "sft", control):
             continue
         cells = []
         for suite in suites:
             c = results["benchmarks"][suite]["comparisons"][f"{name}/agent vs {REFERENCE}/agent"]
             cells.append(f"{c['difference']:+.3f} (p {c['p_value']:.3f})")
         versus.append(f"| {name} | " + " | ".join(cells) + " |")
+    against_control = [] if not control else [
+        f"Difference against the continued-SFT control {control} (paired bootstrap, two-sided p):", "",
+        *versus_sft(results, rows, "agent", control), ""]
     return "\n".join(["Held-out EM, agent system, 95% bootstrap intervals:", "", *em, "",
                       f"Difference against {REFERENCE} (paired bootstrap, two-sided p):", "", *versus, "",
                       "Difference against sft (paired bootstrap, two-sided p):", "",
-                      *versus_sft(results, rows, "agent"), ""])
+                      *versus_sft(results, [*([control] if control else []), *rows], "agent"), "",
+                      *against_control])
 
 
 def log_to_mlflow(p, results: dict, rows: list[str], figures: dict[str, dict], args) -> None:
@@ -282,6 +295,9 @@ def main() -> None:
     parser.add_argument("--sft", type=Path, help="the policy every row starts from; default <data_dir>/sft")
     parser.add_argument("--out", type=Path, help="default <data_dir>/.work/rl-ablation")
     parser.add_argument("--set", dest="overrides", action="append", default=[], help="KEY=VALUE for every row")
+    parser.add_argument("--control", type=float, nargs="?", const=0.0, metavar="SECONDS",
+                        help="also train the continued-SFT control (bench/sft_control.py) for SECONDS of training "
+                             "(default: the longest row's training time) and compare every row with it")
     parser.add_argument("--sampled", nargs="*", metavar="ROW",
                         help="also evaluate sft and these rows (all, if none named) as the sampled system "
                              "(eval.sampling: k episodes per question at the training temperature)")
@@ -310,15 +326,24 @@ def main() -> None:
         for name in args.rows:
             logging.info("ablation: training row %s (%s)", name, " ".join(ROWS[name]) or "plain GRPO")
             figures[name] = train_row(name, ROWS[name], args, out, retriever)
-        results = evaluate_agents(p, {"sft": args.sft, **{name: out / name for name in args.rows}}, retriever,
-                                  out / "eval")
+        control = None
+        if args.control is not None:
+            from bench.sft_control import train_control
+
+            seconds = args.control or max(figures[name]["train_seconds_total"] for name in args.rows)
+            control = f"sft-control-{seconds:.0f}s"
+            logging.info("ablation: training the continued-SFT control for %.0f s", seconds)
+            figures[control] = train_control(ROOT / args.params, args.overrides, args.sft, seconds, out / control)
+        # the control right after sft: every row is then compared with it too
+        results = evaluate_agents(p, {"sft": args.sft, **({control: out / control} if control else {}),
+                                      **{name: out / name for name in args.rows}}, retriever, out / "eval")
         if args.sampled is not None:
             sampled_rows = args.sampled or args.rows
             sampled = evaluate_agents(p, {"sft": args.sft, **{name: out / name for name in sampled_rows}},
                                       retriever, out / "eval-sampled", systems=("sampled",))
     chart_likelihood(out, args.rows)
     chart_dev(out, args.rows)
-    report = tables(results, args.rows, figures)
+    report = tables(results, args.rows, figures, control)
     if args.sampled is not None:
         report += "\n" + sampled_table(sampled, sampled_rows, out)
     (out / "ablation.md").write_text(report)

@@ -506,12 +506,17 @@ CurriculumKind = Literal["difficulty", "sec", "noise", "clpo"]
 class RewardParams(Section):
     """How an RL episode is rewarded: outcome of the parsed answer, format penalty, evidence bonus, hack guards."""
 
-    metric: Literal["em", "f1"] = Field("em", description="outcome of the parsed `<answer>`: `em` (exact match) or "
-                                                          "`f1` (token F1)")
+    metric: Literal["em", "f1", "cover_em"] = Field(
+        "em", description="outcome of the parsed `<answer>`: `em` (exact match), `f1` (token F1) or `cover_em` (a "
+                          "gold inside the answer, on token boundaries); evaluation scores EM whatever this says")
     format_penalty: float = Field(0.1, ge=0, description="subtracted once from an episode that broke the protocol (no "
                                                          "answer, an invalid action, cut off at `rollout.max_turns`)")
     evidence_bonus: float = Field(0.0, ge=0, description="added when the searches retrieved every gold passage; "
                                                          "0: off")
+    evidence_share: float = Field(0.0, ge=0, description="graded credit for search (David-GRPO's): this weight times "
+                                                         "the share of the question's evidence passages the "
+                                                         "episode's searches retrieved, added whatever the answer; "
+                                                         "questions without known evidence get none; 0: off")
     max_answer_words: int = Field(20, ge=1, description="a longer answer (unless a gold is that long) is a reward "
                                                         "hack and earns nothing")
     rubric_weight: float = Field(0.0, ge=0, le=1, description="C-GRPO's citation-aware rubric reward (CaRR): total = "
@@ -555,6 +560,16 @@ class LLDSParams(Section):
     coef: float = Field(0.0, ge=0, description="weight of the penalty on model tokens whose log-probability fell "
                                                "below their rollout-time value, in trajectories whose likelihood "
                                                "fell; 0: off (needs rl.num_iterations >= 2 to act)")
+
+
+class GuidanceParams(Section):
+    """Expert guidance (LUFFY's, David-GRPO's warm-up): a group the policy fails entirely gets the question's
+    demonstration in place of one of its sampled episodes, so GRPO has a right episode to push towards."""
+
+    enabled: bool = Field(False, description="when no sampled episode of a group answers right (EM), replace its "
+                                             "last one by the question's demonstration (the qa stage's "
+                                             "`demos.jsonl`), played through the live environment; needs "
+                                             "synthesized questions")
 
 
 class DevParams(Section):
@@ -705,6 +720,13 @@ class RLParams(GRPOTrainingParams):
                                                        "question's group success rate, with problem restructuring; "
                                                        "the questions it adds are verified by the qa stage's checks "
                                                        "(needs the corpus's `kb.jsonl`)")
+    near_miss: bool = Field(False, description="David-GRPO's near-miss re-sampling: in a group no episode solved, "
+                                               "the episode that retrieved the largest share of the evidence is "
+                                               "continued by the policy from the end of the search that reached "
+                                               "it, in place of the group's worst episode; needs known evidence "
+                                               "(synthesized questions)")
+    guidance: GuidanceParams = Field(GuidanceParams(), description="expert demonstrations in the groups the policy "
+                                                                   "fails entirely")
     llds: LLDSParams = Field(LLDSParams(), description="LLDS: likelihood-preserving regularisation against GRPO's "
                                                        "lazy-likelihood-displacement collapse")
     search: SearchBackendParams = Field(
@@ -743,6 +765,9 @@ class RLParams(GRPOTrainingParams):
         if self.extractive_answers != "free" and self.use_vllm:
             raise ValueError("rl.extractive_answers: the constraint needs the Hugging Face engine (vLLM has no "
                              "per-step hook for it); set it to free or rl.use_vllm: false")
+        if self.guidance.enabled and self.renamed:
+            raise ValueError("rl.guidance.enabled: a demonstration names the corpus's own titles, which rl.renamed "
+                             "permutes; set one of them to false")
         if self.llds.coef > 0 and self.num_iterations < 2:
             raise ValueError("rl.llds.coef: LLDS compares each token's likelihood with its rollout-time value, which "
                              "equals the current one when every batch is used once; set rl.num_iterations >= 2")

@@ -116,6 +116,9 @@ def _coherence(params: Params, root: Path, names: set[str], inputs: dict[str, st
         if params.rl.reward.rubric_weight > 0:
             yield "rl.reward.rubric_weight", ("the citation rubric checks each hop of a synthesized question's "
                                               "evidence chain, which questions read from files do not have")
+        if params.rl.guidance.enabled:
+            yield "rl.guidance.enabled", ("guidance puts a question's demonstration into the groups that fail, and "
+                                          "demonstrations come from synthesized questions (qa.source is files)")
     if "evaluate" in names:
         if files and params.eval.suites not in ("all", []):
             yield "eval.suites", ("built-in suites are held out by QA synthesis, and qa.source is files; evaluate on "

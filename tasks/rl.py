@@ -33,7 +33,7 @@ def _build(ctx: StageContext) -> dict:
     start = resolve(p.rl.init, "rl.init", p, ctx.root, ctx.inputs)
     job = RLJob(model=p.model, rollout=p.rollout, rl=rl, retriever=p.retriever, start=start, questions=questions,
                 corpus=ctx.inputs["corpus"] / "corpus.jsonl", index=ctx.inputs["index"], out_dir=ctx.out_dir,
-                work_dir=ctx.work_dir, dev=ctx.inputs["qa"] / "dev.jsonl")
+                work_dir=ctx.work_dir, dev=ctx.inputs["qa"] / "dev.jsonl", demos=ctx.inputs["qa"] / "demos.jsonl")
     figures = run_rl(job, config)
     return {**counts, **figures, **sample_trajectories(ctx, p.rl.samples, p.rl.seed, "RL")}
 

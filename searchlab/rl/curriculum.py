@@ -34,10 +34,10 @@ the params schema has already validated); :meth:`Curriculum.from_params` builds 
   (comparisons and oblique questions, which have no chain of hops, are left as they are).
   Draws are weighted over that pool; it replaces the difficulty and sec parts, so it combines only with noise.
 
-No choosing part at all is :class:`Uniform` sampling with replacement. Selection is a function of
-``(seed, step, state)`` only: each step has its own ``random.Random`` seeded from ``"{seed}/{step}"``, so what
-earlier steps drew does not matter, and :meth:`Curriculum.state_dict` is plain JSON, so a killed run resumes
-identically.
+No choosing part at all is :class:`Uniform` sampling (distinct questions within a step while the pool
+allows). Selection is a function of ``(seed, step, state)`` only: each step has its own ``random.Random``
+seeded from ``"{seed}/{step}"``, so what earlier steps drew does not matter, and :meth:`Curriculum.state_dict`
+is plain JSON, so a killed run resumes identically.
 
 >>> qs = [{"id": "a", "type": "single", "features": {"bucket": "easy"}},
 ...       {"id": "b", "type": "bridge", "features": {"bucket": "hard"}}]
@@ -169,12 +169,15 @@ class Part:
 
 
 class Uniform(Part):
-    """No curriculum: every draw is a uniformly chosen training question (with replacement)."""
+    """No curriculum: a step's questions are a uniform sample of the training questions, distinct while there are
+    enough of them (a step of as many questions as the pool trains on every one), else drawn with replacement."""
 
     def __init__(self, questions: list[dict]):
         self.questions = questions
 
     def select(self, rng: random.Random, n: int) -> list[dict]:
+        if n <= len(self.questions):
+            return rng.sample(self.questions, n)
         return [rng.choice(self.questions) for _ in range(n)]
 
 
@@ -538,7 +541,7 @@ class Curriculum:
         return self.clpo.restructured if self.clpo else []
 
     def select(self, step: int, n: int, draw: int = 0) -> list[dict]:
-        """The ``n`` questions of step ``step`` (0-based), drawn with replacement by the choosing part.
+        """The ``n`` questions of step ``step`` (0-based), drawn by the choosing part.
 
         ``draw`` > 0 draws that step again, independently (dynamic sampling's extra questions). Only the bucket
         shares (for :meth:`metrics`) are recorded; calling it twice for a step and draw gives the same questions.

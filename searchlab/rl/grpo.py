@@ -49,6 +49,20 @@ policy whose log-probabilities TRL computes. TRL computes the log-probabilities
 at the same temperature. Every step rolls out with its own seed (``rl.seed``,
 the step, the process and, under dynamic sampling, the draw).
 
+Expert guidance (``rl.guidance``, LUFFY's and David-GRPO's): a group none of whose
+episodes answers right (EM) teaches only what not to do; its last episode is
+replaced by the question's demonstration (sft's ``demos.jsonl``) played through
+the same retriever and rollout settings (:func:`searchlab.agent.replay.replay`),
+scored like any episode, so the group has a right episode GRPO pushes towards.
+Its tokens enter the loss as a sample of the current policy (TRL's ratio of 1 at
+``num_iterations: 1``): the gradient is the advantage times the demonstration's
+log-likelihood gradient, an advantage-weighted SFT step on it. An importance
+ratio against the demonstrator (LUFFY's π_θ/1) would scale that by the policy's
+own probability of each token, which is near 0 on exactly the tokens it has to
+learn. A demonstration that does not score right under the live retriever is not
+used. Logged per step: the share of groups with no right episode
+(``guidance/all_wrong``) and how many were guided (``guidance/guided``).
+
 Dynamic sampling (``rl.dynamic_sampling``, DAPO's): a group whose episodes all
 earned the same reward has zero advantage everywhere and teaches nothing; such
 groups are replaced by the groups of freshly drawn questions, up to that many
@@ -70,6 +84,7 @@ from pathlib import Path
 import torch
 
 from searchlab.agent.extractive import constrained_start
+from searchlab.agent.replay import continued, prefix_through_search, replay
 from searchlab.agent.rollout import Rollout, rollout
 from searchlab.agent.samples import trajectory_record
 from searchlab.jsonl import write_jsonl
@@ -79,6 +94,7 @@ from searchlab.rl.noisy import NoisyRetriever
 from searchlab.rl.renamed import RenamedRetriever, renamed_question
 from searchlab.rl.rewards import RewardBreakdown, reward
 from searchlab.rl.simulated import SimulatedRetriever, simulated_counts
+from searchlab.scoring import exact_match
 from searchlab.train.renaming import TitleRenamer
 
 
@@ -162,6 +178,7 @@ class StepBatch:
     episodes: list[Rollout]
     rewards: list[RewardBreakdown] = field(default_factory=list)
     untrained: list[tuple[dict, float]] = field(default_factory=list)
+    guided: list[bool] = field(default_factory=list)  # per episode: the demonstration expert guidance put in
 
 
 @dataclass
@@ -171,6 +188,8 @@ class Group:
     question: dict
     episodes: list[Rollout]
     rewards: list[RewardBreakdown]
+    guided: bool = False  # its last episode is the question's demonstration (expert guidance)
+    rerolled: bool = False  # its worst episode was replaced by a re-roll from its best near miss
 
     @property
     def uniform(self) -> bool:
@@ -182,6 +201,11 @@ class Group:
         """The group's mean outcome (EM or F1)."""
         return sum(r.outcome for r in self.rewards) / len(self.rewards)
 
+    @property
+    def solved(self) -> bool:
+        """Whether some episode's answer is an exact match of a gold answer."""
+        return any(exact_match(e.answer or "", self.question["answers"]) for e in self.episodes)
+
 
 class SearchEpisodes:
     """The environment side of RL: draws a step's questions, rolls them out, scores them.
@@ -191,21 +215,24 @@ class SearchEpisodes:
     (``rl.search.backend: simulated``; with no ``rl.search.simulator`` it is
     handed the policy before every rollout); ``distractors`` the (id, contents) pool the noise curriculum draws
     replacement passages from. ``renamer`` (``rl.renamed``): the corpus's titles, permuted anew for every
-    draw of a step (:mod:`searchlab.rl.renamed`). ``trajectory_dir``: where the main process keeps
+    draw of a step (:mod:`searchlab.rl.renamed`). ``demos``: each question id's demonstration turns
+    (:func:`searchlab.agent.replay.demonstration_turns`), what expert guidance puts into a group that failed
+    (``rl.guidance``). ``trajectory_dir``: where the main process keeps
     the episodes of every ``keep_every``-th step (``step-N.jsonl``, rewritten
     identically when a resumed run repeats a step).
     """
 
     def __init__(self, tokenizer, retriever, curriculum: Curriculum, rollout_params: RolloutParams, rl: RLParams,
                  distractors: Sequence[tuple[str, str]] = (), trajectory_dir: Path | None = None,
-                 keep_every: int = 1, renamer: TitleRenamer | None = None) -> None:
+                 keep_every: int = 1, renamer: TitleRenamer | None = None,
+                 demos: dict[str, list[str]] | None = None) -> None:
         self.tokenizer, self.retriever, self.curriculum = tokenizer, retriever, curriculum
-        self.renamer = renamer
+        self.renamer, self.demos = renamer, demos or {}
         self.rollout_params, self.rl = rollout_params, rl
         self.distractors = list(distractors)
         self.trajectory_dir, self.keep_every = trajectory_dir, keep_every
         self.last: StepBatch | None = None
-        self.timings: dict[str, float] = {"rollout": 0.0, "reward": 0.0}
+        self.timings: dict[str, float] = {"rollout": 0.0, "reward": 0.0, "near_miss": 0.0}
         self.rollouts = 0  # steps' rollout batches this process rolled out, each with all its draws (several
         # optimizer steps may share one)
 
@@ -223,8 +250,10 @@ class SearchEpisodes:
         retriever, noise = self._step_retriever(step, rank)
         self.rollouts += 1
         informative, uniform, first_uniform, draw = [], [], None, 0
+        played = []
         while True:
             for group in self._play(trainer, retriever, step, chosen, draw, rank):
+                played.append(group)
                 (uniform if group.uniform else informative).append(group)
             if first_uniform is None:  # the share a run without dynamic sampling would have trained on
                 first_uniform = len(uniform) / wanted
@@ -236,10 +265,17 @@ class SearchEpisodes:
         trained = informative + uniform[:wanted - len(informative)]
         batch = StepBatch(step, [q for g in trained for q in [g.question] * generations],
                           [e for g in trained for e in g.episodes], [r for g in trained for r in g.rewards],
-                          untrained=[(g.question, g.success) for g in uniform[wanted - len(informative):]])
+                          untrained=[(g.question, g.success) for g in uniform[wanted - len(informative):]],
+                          guided=[g.guided and i == generations - 1 for g in trained for i in range(generations)])
         self.last = batch
         metrics = {**self.curriculum.metrics(step), "groups/uniform_first_draw": first_uniform,
                    "groups/uniform_trained": sum(g.uniform for g in trained) / wanted, "groups/extra_draws": draw}
+        if self.rl.near_miss:
+            metrics["near_miss/rerolled"] = sum(g.rerolled for g in trained)
+            metrics["near_miss/solved"] = sum(g.rerolled and g.solved for g in trained)
+        if self.rl.guidance.enabled:  # over every group rolled out, replaced ones included
+            metrics["guidance/all_wrong"] = sum(not g.solved or g.guided for g in played) / len(played)
+            metrics["guidance/guided"] = sum(g.guided for g in trained)
         if isinstance(retriever, SimulatedRetriever):
             counts = simulated_counts(r for e in batch.episodes for r in e.retrieved)
             metrics["search/simulated_passages"] = counts["simulated_passages"]
@@ -284,8 +320,67 @@ class SearchEpisodes:
         started = time.perf_counter()
         rewards = [self.score(e, q) for e, q in zip(episodes, repeated)]
         self.timings["reward"] += time.perf_counter() - started
-        return [Group(q, episodes[g * generations:(g + 1) * generations], rewards[g * generations:(g + 1) * generations])
-                for g, q in enumerate(questions)]
+        groups = [Group(q, episodes[g * generations:(g + 1) * generations],
+                        rewards[g * generations:(g + 1) * generations]) for g, q in enumerate(questions)]
+        if self.rl.near_miss:
+            started = time.perf_counter()
+            groups = self._near_misses(trainer, retriever, groups, params)
+            self.timings["near_miss"] += time.perf_counter() - started
+        if self.rl.guidance.enabled:
+            groups = [self._guided(group, retriever, params) for group in groups]
+        return groups
+
+    def _near_misses(self, trainer, retriever, groups: list[Group], params: RolloutParams) -> list[Group]:
+        """``groups`` with, in each that no episode solved, the worst episode replaced by a re-roll of its best near
+        miss (David-GRPO's): the episode that retrieved the largest share of the evidence, continued by the policy
+        from the end of the search that reached that share. Groups without such an episode stay as they are."""
+        starts = []  # (group, its best episode, prefix text, tokens, turns, searches) of each re-roll
+        for g, group in enumerate(groups):
+            evidence = set(group.question.get("evidence") or ())
+            shares = [r.evidence_share or 0.0 for r in group.rewards]
+            best = max(range(len(shares)), key=shares.__getitem__)
+            if group.solved or shares[best] == 0:
+                continue
+            episode, seen = group.episodes[best], set()
+            for searches, ids in enumerate(episode.retrieved, 1):
+                seen.update(ids)
+                if len(seen & evidence) / len(evidence) == shares[best]:
+                    break
+            text, tokens, turns = prefix_through_search(self.tokenizer, episode, searches)
+            if turns < params.max_turns:
+                starts.append((g, best, text, tokens, turns, searches))
+        if not starts:
+            return groups
+        # one batch for every re-roll, each with the turns its episode had left, from a stream of its own
+        rerolled = list(groups)
+        for turns_left in sorted({params.max_turns - s[4] for s in starts}):
+            chunk = [s for s in starts if params.max_turns - s[4] == turns_left]
+            prompts = [groups[g].episodes[0].prompt + text for g, _, text, *_ in chunk]
+            chunk_params = params.model_copy(update={"max_turns": turns_left, "batch_size": len(chunk),
+                                                     "seed": params.seed + 7 * turns_left + 1})
+            with generation_model(trainer) as model:
+                rests = rollout(model, self.tokenizer, retriever, [groups[g].question["question"] for g, *_ in chunk],
+                                policy_params(trainer, chunk_params), prompts)
+            for (g, best, _, tokens, turns, searches), rest in zip(chunk, rests):
+                group = groups[g]
+                episode = continued(group.episodes[best], tokens, turns, searches, rest)
+                worst = min((i for i in range(len(group.rewards)) if i != best), key=lambda i: group.rewards[i].total)
+                episodes, rewards = list(group.episodes), list(group.rewards)
+                episodes[worst], rewards[worst] = episode, self.score(episode, group.question)
+                rerolled[g] = Group(group.question, episodes, rewards, rerolled=True)
+        return rerolled
+
+    def _guided(self, group: Group, retriever, params: RolloutParams) -> Group:
+        """``group`` with its last episode replaced by the question's demonstration when no episode of it is right
+        and the demonstration, played now, is (see the module docstring); else ``group`` as it is."""
+        turns = self.demos.get(group.question["id"])
+        if group.solved or turns is None:
+            return group
+        demo = replay(self.tokenizer, retriever, group.question["question"], turns, params)
+        scored = self.score(demo, group.question)
+        if not exact_match(demo.answer or "", group.question["answers"]):
+            return group
+        return Group(group.question, [*group.episodes[:-1], demo], [*group.rewards[:-1], scored], guided=True)
 
     def _rollout(self, trainer, retriever, questions: list[str], params: RolloutParams) -> list[Rollout]:
         with generation_model(trainer) as model:
@@ -320,9 +415,11 @@ class SearchEpisodes:
         if self.trajectory_dir is None or batch.step % self.keep_every:
             return
         records = []
-        for e, q, r in zip(batch.episodes, batch.questions, batch.rewards):
+        for e, q, r, guided in zip(batch.episodes, batch.questions, batch.rewards,
+                                   batch.guided or [False] * len(batch.episodes)):
             records.append({"step": batch.step, **trajectory_record(e, q), "reward": r.total, "outcome": r.outcome,
                             "format": r.format, "rubric": r.rubric, "hack": r.hack,
+                            "evidence_share": r.evidence_share, "guided": guided,
                             "bucket": q.get("features", {}).get("bucket")})
         records = gather_object(records)
         if not getattr(state, "is_world_process_zero", True):
@@ -339,7 +436,10 @@ def episode_metrics(batch: StepBatch) -> dict[str, float]:
     def mean(values) -> float:
         return float(sum(values)) / n if n else 0.0
 
+    shares = [r.evidence_share for r in rewards if r.evidence_share is not None]
     return {
+        "episode/evidence_share": sum(shares) / len(shares) if shares else 0.0,
+        "episode/evidence_credit": mean(r.evidence for r in rewards),
         "episode/outcome": mean(r.outcome for r in rewards),
         "episode/format_ok": mean(r.format == 0 for r in rewards),
         "episode/evidence": mean(r.evidence > 0 for r in rewards),

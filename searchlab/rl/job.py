@@ -27,7 +27,7 @@ def main(job: RLJob) -> None:
     model, tokenizer = load_model(str(job.start), job.model.trust_remote_code, job.model.dtype, device="cpu")
     with open_retriever(job.retriever, job.index) as retriever:
         figures = train_rl(rl, job.rollout, model, tokenizer, retriever, job.questions, job.corpus, job.out_dir,
-                           job.work_dir, dev_jsonl=job.dev)
+                           job.work_dir, dev_jsonl=job.dev, demos_jsonl=job.demos)
     if figures is not None:  # the main process
         job.result.write_text(json.dumps(figures))
 

@@ -9,8 +9,10 @@
   empty answer, an invalid action the environment had to correct, or cut off at
   ``max_turns``), else 0; it is charged once, however many problems there are;
 * ``evidence`` is ``evidence_bonus`` when the episode's searches retrieved every
-  gold passage (:func:`searchlab.agent.samples.found_evidence`, evaluation's
-  notion), else 0; a bonus of 0 turns it off;
+  gold passage (evaluation's notion, :func:`searchlab.agent.samples.found_evidence`),
+  else 0 (a bonus of 0 turns it off), plus ``evidence_share`` times the share of
+  the gold passages retrieved (David-GRPO's graded search credit, paid whatever
+  the answer; 0 turns it off);
 * ``rubric`` is the share of the question's evidence-chain rubrics the episode
   satisfied: each hidden entity named in its own text and backed by a
   ``<cite>`` of the passage stating it (:mod:`searchlab.rl.rubric`, CaRR).
@@ -50,10 +52,9 @@ from typing import Any
 
 from searchlab.agent.protocol import parse_trajectory
 from searchlab.agent.rollout import Rollout
-from searchlab.agent.samples import found_evidence
 from searchlab.params import RewardParams
 from searchlab.rl.rubric import rubric_score
-from searchlab.scoring import exact_match, f1
+from searchlab.scoring import cover_exact_match, exact_match, f1
 
 __all__ = ["RewardBreakdown", "RewardParams", "c_grpo_outcome", "candidate_separators", "reward"]
 
@@ -67,7 +68,9 @@ class RewardBreakdown:
     accuracy. ``rubric`` is the share of rubrics satisfied, 0 when the rubric is
     off. ``hack`` names the hack the answer was caught at (then ``outcome``,
     ``evidence`` and ``rubric`` are 0), or is ``None``. ``format_problems``
-    lists why ``format`` is negative (empty when it is 0).
+    lists why ``format`` is negative (empty when it is 0). ``evidence_share``
+    is the share of the gold passages the episode's searches retrieved, whatever it
+    earned (None: a completion string, or a question of unknown evidence).
     """
 
     total: float
@@ -77,6 +80,7 @@ class RewardBreakdown:
     hack: str | None = None
     format_problems: tuple[str, ...] = ()
     rubric: float = 0.0
+    evidence_share: float | None = None
 
 
 # Ways an answer lists several candidates. A comma between digits ("1,000") is a
@@ -153,7 +157,7 @@ def reward(
     golds = [answers] if isinstance(answers, str) else list(answers)
     if not golds:
         raise ValueError("answers is empty: at least one gold answer is needed")
-    wants_evidence = params.evidence_bonus > 0 and bool(evidence_ids)
+    wants_evidence = (params.evidence_bonus > 0 or params.evidence_share > 0) and bool(evidence_ids)
     wants_rubric = params.rubric_weight > 0 and bool(chain)
 
     problems: list[str] = []
@@ -179,23 +183,38 @@ def reward(
     format_part = -params.format_penalty if problems else 0.0
 
     hack = _hack(answer, golds, params) if answer and answer.strip() else None
+    share = evidence_share(episode, evidence_ids) if isinstance(episode, Rollout) else None
     if hack is not None:
         # Nothing positive for a hack, but it keeps a format penalty: otherwise a
         # malformed episode would do better by listing candidates than by answering once.
-        return RewardBreakdown(format_part, 0.0, format_part, 0.0, hack, tuple(problems))
+        return RewardBreakdown(format_part, 0.0, format_part, 0.0, hack, tuple(problems), evidence_share=share)
 
-    score = exact_match if params.metric == "em" else f1
-    outcome = score(answer, golds) if answer and answer.strip() else 0.0
+    outcome = OUTCOMES[params.metric](answer, golds) if answer and answer.strip() else 0.0
     evidence = 0.0
-    if wants_evidence and isinstance(episode, Rollout) and found_evidence(episode, evidence_ids):
-        evidence = params.evidence_bonus
+    if wants_evidence and share is not None:
+        evidence = params.evidence_bonus * (share == 1.0) + params.evidence_share * share
     rubric = rubric_score(episode, chain, golds) if wants_rubric else None
     if rubric is None:  # off, or a chain without rubrics: the plain sum, exactly as without the rubric
         return RewardBreakdown(outcome + format_part + evidence, outcome, format_part, evidence, None,
-                               tuple(problems))
+                               tuple(problems), evidence_share=share)
     mixed = c_grpo_outcome(outcome, rubric, params.rubric_weight)
     return RewardBreakdown(mixed + format_part + evidence, outcome, format_part, evidence, None, tuple(problems),
-                           rubric)
+                           rubric, share)
+
+
+OUTCOMES = {"em": exact_match, "f1": f1, "cover_em": cover_exact_match}  # rl.reward.metric -> the answer's score
+
+
+def evidence_share(episode: Rollout, evidence_ids: Sequence[str] | None) -> float | None:
+    """The share of ``evidence_ids`` that ``episode``'s searches retrieved; None when the evidence is unknown.
+
+    >>> evidence_share(Rollout("q", "p", retrieved=[["a", "x"], ["y"]]), ["a", "b"])
+    0.5
+    """
+    if not evidence_ids:
+        return None
+    seen = {doc for ids in episode.retrieved for doc in ids}
+    return sum(doc in seen for doc in set(evidence_ids)) / len(set(evidence_ids))
 
 
 def c_grpo_outcome(outcome: float, rubric: float, weight: float) -> float:

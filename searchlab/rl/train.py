@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from searchlab.agent.replay import demonstration_turns
 from searchlab.jsonl import iter_jsonl, read_jsonl, write_jsonl
 from searchlab.params import ModelParams, RetrieverParams, RLParams, RolloutParams
 from searchlab.rl.curriculum import Curriculum
@@ -80,6 +81,7 @@ class RLJob(Job):
     out_dir: Path
     work_dir: Path  # the job file, checkpoints and trajectories: a rerun resumes from here
     dev: Path | None = None  # the questions rl.dev scores
+    demos: Path | None = None  # the qa stage's demos.jsonl: what rl.guidance puts into failed groups
 
 
 def run_rl(job: RLJob, accelerate_config: str | None = None) -> dict:
@@ -100,9 +102,11 @@ RL_PROGRESS = {"reward": "reward", "EM": "episode/outcome", "searches": "episode
 
 
 def build_trainer(rl: RLParams, rollout: RolloutParams, model, tokenizer, retriever, questions_jsonl: Path,
-                  corpus_jsonl: Path, work_dir: Path, callbacks: list | None = None, dev_jsonl: Path | None = None):
+                  corpus_jsonl: Path, work_dir: Path, callbacks: list | None = None, dev_jsonl: Path | None = None,
+                  demos_jsonl: Path | None = None):
     """``(trainer, checkpoint to resume from or None)``: the GRPO trainer of :func:`train_rl`, its curriculum
-    restored from that checkpoint, scoring ``rl.dev.questions`` of ``dev_jsonl`` at every checkpoint."""
+    restored from that checkpoint, scoring ``rl.dev.questions`` of ``dev_jsonl`` at every checkpoint, guided
+    (``rl.guidance``) by the demonstrations of ``demos_jsonl``."""
     from searchlab.rl.grpo import SearchEpisodes, load_curriculum_state
 
     checkpoint_dir = work_dir / "checkpoints"
@@ -118,8 +122,14 @@ def build_trainer(rl: RLParams, rollout: RolloutParams, model, tokenizer, retrie
     if "noise" in rl.curriculum and rl.search.backend == "real":
         distractors = [(r["id"], r["contents"]) for _, r in iter_jsonl(corpus_jsonl)]
     renamer = corpus_titles(corpus_jsonl) if rl.renamed else None
+    demos = None
+    if rl.guidance.enabled:
+        if demos_jsonl is None or not demos_jsonl.is_file():
+            raise ValueError(f"rl.guidance.enabled: no demonstrations to guide with ({demos_jsonl}); they come from "
+                             f"synthesized questions (qa.source: synthesis)")
+        demos = demonstration_turns(demos_jsonl)
     episodes = SearchEpisodes(tokenizer, retriever, curriculum, rollout, rl, distractors, work_dir / "trajectories",
-                              keep_every=max(1, rl.steps // 10), renamer=renamer)
+                              keep_every=max(1, rl.steps // 10), renamer=renamer, demos=demos)
     trainer = make_search_trainer(rl, model, tokenizer, episodes, checkpoint_dir, callbacks)
     if rl.dev.questions:
         from searchlab.rl.dev import DevScoring
@@ -184,18 +194,19 @@ def make_search_trainer(rl: RLParams, model, tokenizer, episodes, checkpoint_dir
 
 def train_rl(rl: RLParams, rollout: RolloutParams, model, tokenizer, retriever, questions_jsonl: Path,
              corpus_jsonl: Path, out_dir: Path, work_dir: Path, callbacks: list | None = None,
-             dev_jsonl: Path | None = None) -> dict | None:
+             dev_jsonl: Path | None = None, demos_jsonl: Path | None = None) -> dict | None:
     """Train ``model`` with GRPO on the questions of ``questions_jsonl`` in ``rl.buckets``; the figures.
 
     Checkpoints go to ``work_dir/checkpoints`` (a rerun resumes from the newest
     complete one), kept trajectories to ``work_dir/trajectories``. The
     passages of ``corpus_jsonl`` are the noise curriculum's distractors; ``rl.dev`` scores the questions of
-    ``dev_jsonl`` at every checkpoint (:mod:`searchlab.rl.dev`). Only
+    ``dev_jsonl`` at every checkpoint (:mod:`searchlab.rl.dev`); ``demos_jsonl`` holds the demonstrations
+    ``rl.guidance`` guides with. Only
     the main process writes ``out_dir`` and returns figures; others return None.
     """
     progress = ProgressLog("rl: step", RL_PROGRESS, rl.steps)
     trainer, resume = build_trainer(rl, rollout, model, tokenizer, retriever, questions_jsonl, corpus_jsonl,
-                                    work_dir, [progress.callback, *(callbacks or [])], dev_jsonl)
+                                    work_dir, [progress.callback, *(callbacks or [])], dev_jsonl, demos_jsonl)
     episodes = trainer.episodes
     # counted before saving: saving merges LoRA adapters into the weights, which leaves none trainable
     trainable = sum(t.numel() for t in trainer.model.parameters() if t.requires_grad)

@@ -115,6 +115,14 @@ def test_a_problem_made_by_an_override_is_blamed_on_it():
     assert [(p.key, p.where) for p in found.problems] == [("eval.suites", "--set")]
 
 
+def test_guidance_on_file_questions_is_refused_naming_the_key():
+    overrides = ["rl.guidance.enabled=true"]
+    found = preflight(load_params(REPO / "params/own-data.yaml", overrides), Path("params/own-data.yaml"), REPO,
+                      overrides=overrides)
+    assert [(p.key, p.where) for p in found.problems] == [("rl.guidance.enabled", "--set")]
+    assert "demonstrations come from synthesized questions" in found.problems[0].message
+
+
 @pytest.mark.slow
 def test_vllm_without_cuda_is_a_note_for_plan_and_a_problem_for_run(tmp_path):
     """A GPU profile is planned on a laptop: plan says what the GPU machine needs; run here refuses, naming the key."""

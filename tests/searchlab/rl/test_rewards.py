@@ -205,11 +205,35 @@ def test_evidence_bonus_with_a_string_is_an_error():
     assert reward(demo("Paris"), ["Paris"], ["paris"], EM).total == 1.0  # bonus off: fine
 
 
+def test_evidence_share_pays_the_share_of_gold_passages_retrieved_whatever_the_answer():
+    graded = RewardParams(format_penalty=0.2, evidence_share=0.5, max_answer_words=5)
+    wrong = episode(demo("London"), "London", retrieved=(("paris", "london"), ("x",)))
+    r = reward(wrong, ["Paris"], ["paris", "rome"], graded)
+    assert (r.outcome, r.evidence, r.evidence_share) == (0.0, 0.25, 0.5) and r.total == pytest.approx(0.25)
+    both = reward(wrong, ["Paris"], ["paris", "rome"], graded.model_copy(update={"evidence_bonus": 0.3}))
+    assert both.evidence == pytest.approx(0.25)  # the bonus needs every passage
+    right = episode(demo("Paris"), "Paris", retrieved=(("paris", "rome"),))
+    assert reward(right, ["Paris"], ["paris", "rome"], graded).total == pytest.approx(1.5)
+    unknown = reward(right, ["Paris"], None, graded)  # questions read from files: no evidence known, no credit
+    assert (unknown.evidence, unknown.evidence_share, unknown.total) == (0.0, None, 1.0)
+    hack = reward(episode(demo("Paris or Rome"), "Paris or Rome", retrieved=(("paris",),)), ["Paris"], ["paris"],
+                  graded)
+    assert hack.hack is not None and hack.total == 0.0  # a hack earns no search credit either
+
+
+def test_cover_em_credits_an_answer_that_contains_a_gold():
+    cover = RewardParams(metric="cover_em", max_answer_words=5)
+    assert reward(demo("in Paris"), ["Paris"], params=cover).outcome == 1.0
+    assert reward(demo("in Paris"), ["Paris"], params=EM).outcome == 0.0
+    assert reward(demo("Parisian"), ["Paris"], params=cover).outcome == 0.0
+
+
 # ------------------------------------------------------------ params and inputs
 
 
 @pytest.mark.parametrize("kwargs", [
-    {"metric": "cover_em"}, {"format_penalty": -0.1}, {"evidence_bonus": -1.0}, {"max_answer_words": 0},
+    {"metric": "subem"}, {"format_penalty": -0.1}, {"evidence_bonus": -1.0}, {"max_answer_words": 0},
+    {"evidence_share": -0.5},
 ])
 def test_bad_params_are_rejected(kwargs):
     with pytest.raises(ValueError):
