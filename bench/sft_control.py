@@ -9,7 +9,7 @@ training demonstrations (the demonstrations of the questions RL trains on)
 with the profile's ``sft`` params and ``--set`` on top, and stops when
 ``--seconds`` of training have passed: RL's budget spent on imitation instead.
 Its cosine schedule spans the steps that many seconds hold at the sft stage's
-own measured speed (its manifest's seconds per step), so the learning rate
+own measured speed (its build record's seconds per step), so the learning rate
 decays over the budget as RL's does over its steps. ``bench/rl_ablation.py
 --control SECONDS`` trains it beside the RL rows and evaluates it with them.
 
@@ -49,9 +49,9 @@ def wall_clock_stop(seconds: float):
 
 
 def sft_seconds_per_step(data: Path) -> float:
-    """The sft stage's measured seconds per optimizer step (its manifest's counts)."""
-    counts = json.loads((data / "sft/manifest.json").read_text())["counts"]
-    return counts["train_seconds"] / counts["steps"]
+    """The sft stage's measured seconds per optimizer step (its build record's training time over its steps)."""
+    seconds = json.loads((data / "sft/build.json").read_text())["measured"]["train_seconds"]
+    return seconds / json.loads((data / "sft/manifest.json").read_text())["counts"]["steps"]
 
 
 def train_control(params_file: Path, overrides: list[str], start: Path, seconds: float, out: Path) -> dict:

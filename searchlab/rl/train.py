@@ -225,6 +225,7 @@ def train_rl(rl: RLParams, rollout: RolloutParams, model, tokenizer, retriever, 
     figures = {**trained[0],
                "rollout_seconds": round(episodes.timings["rollout"], 2),
                "reward_seconds": round(episodes.timings["reward"], 2),
+               "near_miss_seconds_per_step": round(episodes.timings["near_miss"] / max(episodes.rollouts, 1), 2),
                "rollout_seconds_per_step": round(episodes.timings["rollout"] / max(episodes.rollouts, 1), 2),
                "questions": len(episodes.curriculum.questions),
                "parameters": sum(t.numel() for t in model.parameters()), "trainable_parameters": trainable}
