@@ -90,7 +90,8 @@ def train_row(name: str, overrides: list[str], args, out: Path, retriever) -> di
     model, tokenizer = load_model(str(args.sft), device="cpu")
     started = time.perf_counter()
     figures = train_rl(p.rl, p.rollout, model, tokenizer, retriever, data / "qa/train.jsonl",
-                       data / "corpus/corpus.jsonl", folder, out / f"{name}-work", dev_jsonl=data / "qa/dev.jsonl")
+                       data / "corpus/corpus.jsonl", folder, out / f"{name}-work", dev_jsonl=data / "qa/dev.jsonl",
+                       demos_jsonl=data / "qa/demos.jsonl")
     figures["train_seconds_total"] = round(time.perf_counter() - started, 1)
     figures["overrides"] = [*common, *args.overrides, *overrides]
     figures.update(signal_shares(read_jsonl(folder / "train_log.jsonl")))

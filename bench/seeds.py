@@ -58,7 +58,8 @@ def train_rl_seed(p, seed: int, start: Path, folder: Path, work: Path, retriever
     data = ROOT / p.runtime.data_dir
     model, tokenizer = load_model(str(start), device="cpu")
     train_rl(p.rl.model_copy(update={"seed": seed}), p.rollout, model, tokenizer, retriever,
-             data / "qa/train.jsonl", data / "corpus/corpus.jsonl", folder, work, dev_jsonl=data / "qa/dev.jsonl")
+             data / "qa/train.jsonl", data / "corpus/corpus.jsonl", folder, work, dev_jsonl=data / "qa/dev.jsonl",
+             demos_jsonl=data / "qa/demos.jsonl")
 
 
 def interval(values: list[float]) -> tuple[float, float, float]:
