@@ -380,7 +380,8 @@ class SearchEpisodes:
         scored = self.score(demo, group.question)
         if not exact_match(demo.answer or "", group.question["answers"]):
             return group
-        return Group(group.question, [*group.episodes[:-1], demo], [*group.rewards[:-1], scored], guided=True)
+        return Group(group.question, [*group.episodes[:-1], demo], [*group.rewards[:-1], scored], guided=True,
+                     rerolled=group.rerolled)
 
     def _rollout(self, trainer, retriever, questions: list[str], params: RolloutParams) -> list[Rollout]:
         with generation_model(trainer) as model:
