@@ -32,22 +32,6 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 
-def wall_clock_stop(seconds: float):
-    """A Trainer callback that ends training at the first step end after ``seconds`` of training."""
-    from transformers import TrainerCallback
-
-    class WallClock(TrainerCallback):
-        def on_train_begin(self, args, state, control, **kwargs):
-            self.started = time.perf_counter()
-
-        def on_step_end(self, args, state, control, **kwargs):
-            if time.perf_counter() - self.started >= seconds:
-                control.should_training_stop = True
-                control.should_save = False  # the policy is saved once, by train_and_save
-
-    return WallClock()
-
-
 def sft_seconds_per_step(data: Path) -> float:
     """The sft stage's measured seconds per optimizer step (its build record's training time over its steps)."""
     seconds = json.loads((data / "sft/build.json").read_text())["measured"]["train_seconds"]
@@ -59,6 +43,7 @@ def train_control(params_file: Path, overrides: list[str], start: Path, seconds:
     from searchlab.model import load_model
     from searchlab.params import load_params
     from searchlab.train.sft import train_sft
+    from smollm2 import StopAfter  # bench/smollm2.py's wall-clock stop (bench/ is on the path)
 
     if (out / "figures.json").is_file():
         return json.loads((out / "figures.json").read_text())
@@ -70,7 +55,7 @@ def train_control(params_file: Path, overrides: list[str], start: Path, seconds:
     model, tokenizer = load_model(str(start), device="cpu")
     started = time.perf_counter()
     figures = train_sft(sft, model, tokenizer, data / "qa/demos.jsonl", out, out.parent / f"{out.name}-work",
-                        callbacks=[wall_clock_stop(seconds)], corpus_jsonl=data / "corpus/corpus.jsonl")
+                        callbacks=[StopAfter(seconds)], corpus_jsonl=data / "corpus/corpus.jsonl")
     figures.update({"budget_seconds": seconds, "planned_steps": steps, "learning_rate": sft.learning_rate,
                     "train_seconds_total": round(time.perf_counter() - started, 1)})
     (out / "figures.json").write_text(json.dumps(figures, indent=1))

@@ -92,7 +92,7 @@ from searchlab.params import RLParams, RolloutParams
 from searchlab.rl.curriculum import Curriculum
 from searchlab.rl.noisy import NoisyRetriever
 from searchlab.rl.renamed import RenamedRetriever, renamed_question
-from searchlab.rl.rewards import RewardBreakdown, reward
+from searchlab.rl.rewards import RewardBreakdown, retrieved_share, reward
 from searchlab.rl.simulated import SimulatedRetriever, simulated_counts
 from searchlab.scoring import exact_match
 from searchlab.train.renaming import TitleRenamer
@@ -336,16 +336,13 @@ class SearchEpisodes:
         from the end of the search that reached that share. Groups without such an episode stay as they are."""
         starts = []  # (group, its best episode, prefix text, tokens, turns, searches) of each re-roll
         for g, group in enumerate(groups):
-            evidence = set(group.question.get("evidence") or ())
             shares = [r.evidence_share or 0.0 for r in group.rewards]
             best = max(range(len(shares)), key=shares.__getitem__)
             if group.solved or shares[best] == 0:
                 continue
-            episode, seen = group.episodes[best], set()
-            for searches, ids in enumerate(episode.retrieved, 1):
-                seen.update(ids)
-                if len(seen & evidence) / len(evidence) == shares[best]:
-                    break
+            episode, evidence = group.episodes[best], group.question["evidence"]
+            searches = next(k for k in range(1, len(episode.retrieved) + 1)
+                            if retrieved_share(episode.retrieved[:k], evidence) == shares[best])
             text, tokens, turns = prefix_through_search(self.tokenizer, episode, searches)
             if turns < params.max_turns:
                 starts.append((g, best, text, tokens, turns, searches))

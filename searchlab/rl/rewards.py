@@ -211,9 +211,15 @@ def evidence_share(episode: Rollout, evidence_ids: Sequence[str] | None) -> floa
     >>> evidence_share(Rollout("q", "p", retrieved=[["a", "x"], ["y"]]), ["a", "b"])
     0.5
     """
+    return retrieved_share(episode.retrieved, evidence_ids)
+
+
+def retrieved_share(retrieved: Sequence[Sequence[str]], evidence_ids: Sequence[str] | None) -> float | None:
+    """The share of ``evidence_ids`` among the passage ids of ``retrieved`` (one list per search); None when the
+    evidence is unknown."""
     if not evidence_ids:
         return None
-    seen = {doc for ids in episode.retrieved for doc in ids}
+    seen = {doc for ids in retrieved for doc in ids}
     return sum(doc in seen for doc in set(evidence_ids)) / len(set(evidence_ids))
 
 
