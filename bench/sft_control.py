@@ -8,9 +8,9 @@ sft policy (``--sft``, default ``data/sft``), SFT goes on over the qa stage's
 training demonstrations (the demonstrations of the questions RL trains on)
 with the profile's ``sft`` params and ``--set`` on top, and stops when
 ``--seconds`` of training have passed: RL's budget spent on imitation instead.
-Its cosine schedule spans the steps that many seconds hold at the sft stage's
-own measured speed (its build record's seconds per step), so the learning rate
-decays over the budget as RL's does over its steps. ``bench/rl_ablation.py
+Its learning rate follows a cosine over those seconds of wall time (set
+before every optimizer step), so it decays over the budget as RL's does over
+its steps, whatever speed the machine gives it. ``bench/rl_ablation.py
 --control SECONDS`` trains it beside the RL rows and evaluates it with them.
 
 The default learning rate is RL's (``rl.learning_rate``), not sft's: the
@@ -32,10 +32,24 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 
-def sft_seconds_per_step(data: Path) -> float:
-    """The sft stage's measured seconds per optimizer step (its build record's training time over its steps)."""
-    seconds = json.loads((data / "sft/build.json").read_text())["measured"]["train_seconds"]
-    return seconds / json.loads((data / "sft/manifest.json").read_text())["counts"]["steps"]
+def wall_clock_cosine(seconds: float, peak: float):
+    """A TrainerCallback that sets the learning rate, before every optimizer step, to a cosine from ``peak`` to 0 over
+    ``seconds`` of wall time since training began (the Trainer's own schedule counts steps, whose number a wall-clock
+    budget does not know in advance)."""
+    import math
+
+    from transformers import TrainerCallback
+
+    class _Cosine(TrainerCallback):
+        def on_train_begin(self, args, state, control, **kwargs):
+            self.began = time.perf_counter()
+
+        def on_pre_optimizer_step(self, args, state, control, optimizer=None, **kwargs):
+            share = min(1.0, (time.perf_counter() - self.began) / seconds)
+            for group in optimizer.param_groups:
+                group["lr"] = peak * 0.5 * (1 + math.cos(math.pi * share))
+
+    return _Cosine()
 
 
 def train_control(params_file: Path, overrides: list[str], start: Path, seconds: float, out: Path) -> dict:
@@ -50,13 +64,15 @@ def train_control(params_file: Path, overrides: list[str], start: Path, seconds:
     p = load_params(params_file, overrides)
     data = ROOT / p.runtime.data_dir
     rate = {} if any(o.startswith("sft.learning_rate=") for o in overrides) else {"learning_rate": p.rl.learning_rate}
-    steps = max(1, round(seconds / sft_seconds_per_step(data)))
-    sft = p.sft.model_copy(update={**rate, "max_steps": steps, "save_steps": 10 ** 6, "warmup_ratio": 0.0})
+    # more steps than the budget holds: the wall clock stops training and sets the learning rate (the Trainer's
+    # cosine over 10^6 steps stays at its peak meanwhile)
+    sft = p.sft.model_copy(update={**rate, "max_steps": 10 ** 6, "save_steps": 10 ** 6, "warmup_ratio": 0.0})
     model, tokenizer = load_model(str(start), device="cpu")
     started = time.perf_counter()
     figures = train_sft(sft, model, tokenizer, data / "qa/demos.jsonl", out, out.parent / f"{out.name}-work",
-                        callbacks=[StopAfter(seconds)], corpus_jsonl=data / "corpus/corpus.jsonl")
-    figures.update({"budget_seconds": seconds, "planned_steps": steps, "learning_rate": sft.learning_rate,
+                        callbacks=[StopAfter(seconds), wall_clock_cosine(seconds, sft.learning_rate)],
+                        corpus_jsonl=data / "corpus/corpus.jsonl")
+    figures.update({"budget_seconds": seconds, "learning_rate": sft.learning_rate,
                     "train_seconds_total": round(time.perf_counter() - started, 1)})
     (out / "figures.json").write_text(json.dumps(figures, indent=1))
     return figures

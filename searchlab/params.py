@@ -563,13 +563,14 @@ class LLDSParams(Section):
 
 
 class GuidanceParams(Section):
-    """Expert guidance (LUFFY's, David-GRPO's warm-up): a group the policy fails entirely gets the question's
-    demonstration in place of one of its sampled episodes, so GRPO has a right episode to push towards."""
+    """Expert guidance (LUFFY's, David-GRPO's warm-up): a group the policy fails entirely gets a known path to
+    the answer in place of one of its sampled episodes, so GRPO has a right episode to push towards."""
 
     enabled: bool = Field(False, description="when no sampled episode of a group answers right (EM), replace its "
-                                             "last one by the question's demonstration (the qa stage's "
-                                             "`demos.jsonl`), played through the live environment; needs "
-                                             "synthesized questions")
+                                             "last one by a known path to the answer, played through the live "
+                                             "environment: in rl the question's demonstration (the qa stage's "
+                                             "`demos.jsonl`; needs synthesized questions), in self-play the "
+                                             "proposer's searches of the verified question, then its answer")
 
 
 class DevParams(Section):
@@ -643,9 +644,12 @@ class GRPOTrainingParams(Section):
                                                     "round in self-play): greedy EM as evaluation decodes (`dev/em`) "
                                                     "and sampled EM (`dev/sampled_em`), logged to MLflow and "
                                                     "`train_log.jsonl`")
+    guidance: GuidanceParams = Field(GuidanceParams(), description="expert demonstrations in the groups the policy "
+                                                                   "fails entirely (in self-play, the solver's)")
     keep: Literal["last", "best"] = Field("last", description="the policy the stage outputs: `last`, the last step's "
                                                               "(round's), or `best`, the checkpoint of the best greedy "
-                                                              "dev EM (the first of equals; needs `dev.questions`); the "
+                                                              "dev EM, the starting policy included (the first of "
+                                                              "equals; needs `dev.questions`); the "
                                                               "manifest records `kept_step`, `dev_em_start`, "
                                                               "`dev_em_kept`")
     seed: int = Field(0, description="seed of the question draws (rl's curriculum; self-play's seed answers and "
@@ -725,8 +729,6 @@ class RLParams(GRPOTrainingParams):
                                                "continued by the policy from the end of the search that reached "
                                                "it, in place of the group's worst episode; needs known evidence "
                                                "(synthesized questions)")
-    guidance: GuidanceParams = Field(GuidanceParams(), description="expert demonstrations in the groups the policy "
-                                                                   "fails entirely")
     llds: LLDSParams = Field(LLDSParams(), description="LLDS: likelihood-preserving regularisation against GRPO's "
                                                        "lazy-likelihood-displacement collapse")
     search: SearchBackendParams = Field(

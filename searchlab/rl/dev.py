@@ -13,7 +13,9 @@ metrics (``dev/em``, ``dev/sampled_em``: the curves in MLflow and
 With ``keep: best`` the checkpoint of the best greedy dev EM is recorded in the
 Trainer's state (``best_model_checkpoint``, which checkpoint rotation keeps and
 a resumed run restores) and loaded back when training ends, so the stage
-outputs that policy.
+outputs that policy. The starting policy competes too: it is saved beside the
+checkpoints (``step-0``) and kept when no checkpoint beats its dev EM, so a run
+that only made the policy worse on dev outputs the policy it started from.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from searchlab.jsonl import read_jsonl
 from searchlab.params import RLParams, RolloutParams
 from searchlab.scoring import exact_match
 
+START = "step-0"  # the starting policy's folder beside the checkpoints (keep: best)
 SAMPLING_SEED = 10 ** 6  # the dev samples' own seed offset: the same draws at every checkpoint, apart from training's
 
 
@@ -93,7 +96,12 @@ class DevScoring(TrainerCallback):
 
     def on_train_begin(self, args, state, control, **kwargs):
         if state.global_step == 0:  # the starting policy, once (a resumed run has it in its restored history)
-            state.log_history.append({"step": 0, **self.scores()})
+            scores = self.scores()
+            state.log_history.append({"step": 0, **scores})
+            if self.rl.keep == "best":  # the first of equals: a checkpoint is kept only if it beats the start
+                start = Path(args.output_dir).parent / START
+                self.trainer.save_model(str(start))
+                state.best_metric, state.best_model_checkpoint, state.best_global_step = scores["dev/em"], str(start), 0
 
     def on_step_end(self, args, state, control, **kwargs):
         if not control.should_save:

@@ -18,6 +18,10 @@ checkpoints). Each round (the trainer's ``rollout_func`` for step ``k``):
    solver groups (the rl stage's reward of the parsed answer against the seed
    answer) form the step's batch; groups nothing fills (no question to solve
    yet) are one-token episodes with no reward, which TRL gives no advantage.
+   With ``guidance``, a solver group with no right episode gets the question's
+   known path in place of its last one (:func:`known_path`: the proposer's
+   searches, then the seed answer, played through the live retriever), when
+   that path answers right; the success rate ``s`` stays the policy's own.
 
 Both roles' environment text (passages, feedback) is masked out of the loss
 as in the rl stage. Every proposal with its verdict goes to
@@ -35,12 +39,13 @@ from collections import Counter
 from pathlib import Path
 
 from searchlab.agent.protocol import proposer_instruction
+from searchlab.agent.replay import replay
 from searchlab.agent.rollout import Rollout, chat_prompt, encode_prompt, rollout
 from searchlab.jsonl import read_jsonl, write_jsonl
 from searchlab.params import RolloutParams, SelfPlayParams
 from searchlab.rl.grpo import StepBatch, generation_model, policy_params, training_rollout_params, trl_batch
 from searchlab.rl.rewards import reward
-from searchlab.scoring import normalize_answer
+from searchlab.scoring import exact_match, normalize_answer
 from searchlab.selfplay.seeds import draw_seeds
 from searchlab.selfplay.verify import CHECKS, KBCheck, Proposal, novelty, verify
 
@@ -86,6 +91,16 @@ def unique_across_processes(proposals: list[Proposal], rank: int) -> None:
     for x in proposals:
         if x.verified and normalize_answer(x.question) in earlier:
             x.verified, x.reason = False, "duplicate"
+
+
+def known_path(queries: list[str], answer: str) -> list[str]:
+    """A verified question's solver turns: the searches its proposer made (which found the passages the question was
+    verified on), then its seed answer.
+
+    >>> known_path(["Althouhelm founded"], "1167")
+    ['<search> Althouhelm founded </search>', '<answer> 1167 </answer>']
+    """
+    return [*(f"<search> {query} </search>" for query in queries), f"<answer> {answer} </answer>"]
 
 
 def round_file(rounds_dir: Path, index: int) -> Path:
@@ -193,6 +208,11 @@ class SelfPlayRounds:
             x.solver_success = sum(scored[i].outcome for i in members) / generations
             x.solver_answers = [solver_episodes[i].answer for i in members]
 
+        if p.guidance.enabled:
+            paths = {(r["question"], r["answer"]): [s["query"] for s in r["searches"]] for r in self.history}
+            paths.update({(x.question, x.answer): [query for query, _ in x.searches] for x in verified})
+            guided = self._guide(trained, groups, paths, solver_episodes, scored, solver_params)
+            trainer._log_metric("selfplay/guided", guided)
         proposer_rewards = [proposer_reward(x, p) for x in proposals]
         episodes: list[Rollout] = [] if self.proposer else list(proposer_episodes)
         rewards: list[float | None] = [] if self.proposer else list(proposer_rewards)
@@ -219,6 +239,23 @@ class SelfPlayRounds:
             write_jsonl(round_file(self.rounds_dir, step), records)
         self._remember(records)
         return trl_batch(episodes, self.tokenizer.eos_token_id)
+
+    def _guide(self, trained: list[tuple[str, str]], groups: dict, paths: dict[tuple[str, str], list[str]],
+               episodes: list[Rollout], scored: list, params: RolloutParams) -> int:
+        """Put the known path (:func:`known_path`) of each ``trained`` question whose solver group has no right
+        episode in place of the group's last episode, in ``episodes`` and ``scored``, when the path played now
+        answers right; the number of groups guided."""
+        guided = 0
+        for question, answer in trained:
+            members = groups[(question, answer)]
+            if any(exact_match(episodes[i].answer or "", [answer]) for i in members):
+                continue
+            demo = replay(self.tokenizer, self.retriever, question, known_path(paths[(question, answer)], answer),
+                          params)
+            if exact_match(demo.answer or "", [answer]):
+                episodes[members[-1]], scored[members[-1]] = demo, reward(demo, [answer], None, self.rl.reward)
+                guided += 1
+        return guided
 
     def _filler(self, answer: str) -> Rollout:
         """A row of the batch that trains nothing: the policy's proposer prompt and one end-of-text token."""

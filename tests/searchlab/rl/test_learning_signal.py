@@ -141,21 +141,25 @@ def test_masked_extractive_answers_leave_the_copied_answer_out_of_the_loss(token
     assert constrained_start(tokenizer, search + block, [0] * len(search) + [1] * len(block)) is None
 
 
-def test_dev_em_is_scored_at_every_checkpoint_and_the_best_one_is_kept(world, tokenizer, tmp_path):
+def test_dev_em_is_scored_at_every_checkpoint_and_the_best_one_is_kept(world, tokenizer, searching_model, tmp_path):
     from searchlab.model import load_model
     from searchlab.rl.train import train_rl
 
     questions, corpus, retriever = world
-    rl = _rl(steps=4, save_steps=2, dev={"questions": 4, "samples": 1}, keep="best")
-    figures = train_rl(rl, ROLLOUT, _model(tokenizer), tokenizer, retriever, questions, corpus, tmp_path / "out",
-                       tmp_path / "work", dev_jsonl=questions)
+    # a learning rate this high wrecks the searching policy (dev EM 0.67 -> 0 here): the start is the one to keep
+    rl = _rl(steps=8, save_steps=2, dev={"questions": 6, "samples": 1}, keep="best", temperature=0.7,
+             questions_per_step=6, num_generations=4, learning_rate=2e-3)
+    initial = copy.deepcopy(searching_model)
+    figures = train_rl(rl, ROLLOUT, copy.deepcopy(searching_model), tokenizer, retriever, questions, corpus,
+                       tmp_path / "out", tmp_path / "work", dev_jsonl=questions)
     history = [json.loads(line) for line in (tmp_path / "out/train_log.jsonl").read_text().splitlines()]
     dev = {row["step"]: row["dev/em"] for row in history if "dev/em" in row}
-    assert sorted(dev) == [0, 2, 4] and all("dev/sampled_em" in row for row in history if "dev/em" in row)
-    kept = figures["kept_step"]
-    assert dev[kept] == max(dev[2], dev[4]) and (kept == 2 or dev[4] > dev[2])  # the first of equals
+    assert sorted(dev) == [0, 2, 4, 6, 8] and all("dev/sampled_em" in row for row in history if "dev/em" in row)
+    kept, best = figures["kept_step"], max(dev.values())
+    assert dev[kept] == best and kept == min(step for step in dev if dev[step] == best)  # the first of equals
     assert figures["dev_em_kept"] == dev[kept] and figures["dev_em_start"] == dev[0]
     saved, _ = load_model(str(tmp_path / "out"))
-    checkpoint, _ = load_model(str(tmp_path / f"work/checkpoints/checkpoint-{kept}"))
+    # the starting policy competes: kept, it is the policy the run started from, saved beside the checkpoints
+    checkpoint = initial if kept == 0 else load_model(str(tmp_path / f"work/checkpoints/checkpoint-{kept}"))[0]
     for (name, x), (_, y) in zip(saved.state_dict().items(), checkpoint.state_dict().items()):
         assert torch.equal(x, y), name

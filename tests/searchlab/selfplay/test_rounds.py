@@ -31,6 +31,7 @@ PROPOSALS = {"Tokyo": "What is the capital of Japan?", "Oslo": "What is the capi
              "Nile": "Which river is the Nile?"}
 ANSWERS = {"What is the capital of Japan?": "Tokyo", "What is the capital of Norway?": "Oslo"}
 CLOSED_BOOK = {"What is the capital of Norway?"}  # the solver knows this one without searching
+STUCK: set[str] = set()  # questions the solver's searched episodes answer wrong (its one-turn checks still right)
 ROLLOUT = RolloutParams(max_new_tokens=40, max_turns=3, topk=2, max_information_tokens=64, batch_size=8)
 QA = QAParams(heldout_share=0.0)
 
@@ -48,7 +49,7 @@ def script(text: str) -> str:
         return f" {known if '<information>' in done or question in CLOSED_BOOK else 'unknown'} </answer>"
     if "<information>" not in done:
         return f"<search> {question} </search>"
-    return f"<answer> {known} </answer>"
+    return f"<answer> {'unknown' if question in STUCK else known} </answer>"
 
 
 class ScriptedPolicy(Qwen2ForCausalLM):
@@ -253,19 +254,42 @@ def test_the_kb_filter_rejects_what_the_kb_does_not_confirm_and_only_when_asked(
     assert not filtered.verified and filtered.reason == "kb_wrong" and filtered.rag_answer == "Tokyo"
 
 
-def test_the_solver_s_dev_em_is_scored_every_round_and_the_best_round_kept(world, tokenizer, tmp_path):
+class Unstick(TrainerCallback):
+    """Empties :data:`STUCK` after the first round (before that round's dev scoring): the solver then answers."""
+
+    def on_step_end(self, args, state, control, **kwargs):
+        STUCK.clear()
+
+
+@pytest.mark.parametrize("stuck_at_start", [False, True])
+def test_the_solver_s_dev_em_is_scored_every_round_and_the_best_round_kept(world, tokenizer, tmp_path, monkeypatch,
+                                                                           stuck_at_start):
+    from searchlab.model import load_model
+
     corpus, qa, retriever = world
     own_qa = tmp_path / "qa"
     own_qa.mkdir()
     (own_qa / "train.jsonl").write_text((qa / "train.jsonl").read_text())
-    (own_qa / "dev.jsonl").write_text(json.dumps({"question": "What is the capital of Norway?", "answers": ["Oslo"]})
-                                      + "\n")
+    dev = "What is the capital of Norway?"
+    (own_qa / "dev.jsonl").write_text(json.dumps({"question": dev, "answers": ["Oslo"]}) + "\n")
+    monkeypatch.setattr(f"{__name__}.STUCK", {dev} if stuck_at_start else set())
     params = _params(rounds=2, dev={"questions": 1, "samples": 1}, keep="best")
-    figures = train_selfplay(params, QA, ROLLOUT, policy(tokenizer), tokenizer, retriever, corpus, own_qa,
-                             tmp_path / "out", tmp_path / "work")
+    start = policy(tokenizer)
+    figures = train_selfplay(params, QA, ROLLOUT, start, tokenizer, retriever, corpus, own_qa, tmp_path / "out",
+                             tmp_path / "work", callbacks=[Unstick()])
     log = read_jsonl(tmp_path / "out/train_log.jsonl")
-    assert {row["step"]: row["dev/em"] for row in log if "dev/em" in row} == {0: 1.0, 1: 1.0, 2: 1.0}
-    assert figures["dev_em_start"] == 1.0 and figures["kept_step"] == 1  # the first of equal rounds
+    dev_em = {row["step"]: row["dev/em"] for row in log if "dev/em" in row}
+    assert dev_em == {0: 0.0 if stuck_at_start else 1.0, 1: 1.0, 2: 1.0}
+    # equal rounds keep the first, the starting policy included; a round that beats the start is kept over it
+    assert figures["kept_step"] == (1 if stuck_at_start else 0)
+    kept = tmp_path / ("work/checkpoints/checkpoint-1" if stuck_at_start else "work/step-0")
+    saved, _ = load_model(str(tmp_path / "out"))
+    expected, _ = load_model(str(kept))
+    assert all(torch.equal(x, y) for x, y in zip(saved.state_dict().values(), expected.state_dict().values()))
+    if not stuck_at_start:  # the start's weights, not a trained round's
+        assert not all(torch.equal(x, y) for x, y in zip(
+            saved.state_dict().values(), load_model(str(tmp_path / "work/checkpoints/checkpoint-2"))[0]
+            .state_dict().values()))
 
 
 def test_a_frozen_proposer_writes_the_questions_and_only_the_solver_is_trained(world, tokenizer, tmp_path):
@@ -292,6 +316,33 @@ def test_a_frozen_proposer_writes_the_questions_and_only_the_solver_is_trained(w
                    retriever, corpus, qa, tmp_path / "own", tmp_path / "own-work")
     trained, _ = load_model(str(tmp_path / "own"))
     assert any(not torch.allclose(start[name], x) for name, x in trained.state_dict().items())
+
+
+def test_guidance_plays_the_proposer_s_path_in_a_solver_group_with_no_right_episode(world, tokenizer, tmp_path,
+                                                                                    monkeypatch):
+    from searchlab.agent.replay import replay
+    from searchlab.rl.train import make_search_trainer
+    from searchlab.selfplay.rounds import known_path
+
+    corpus, qa, retriever = world
+    question = PROPOSALS["Tokyo"]
+    monkeypatch.setattr(f"{__name__}.STUCK", {question})  # verified, but every solver episode answers "unknown"
+    params = _params(rounds=1, guidance={"enabled": True})
+    rounds = SelfPlayRounds(tokenizer, retriever, seed_answers(corpus, QA), ROLLOUT, params, tmp_path, set())
+    trainer = make_search_trainer(params.as_rl(), policy(tokenizer), tokenizer, rounds, tmp_path / "checkpoints")
+    batch = trainer._generate_and_score_completions([{"prompt": str(i)} for i in range(10)])
+    last = rounds.last
+    solver = [i for i, q in enumerate(last.questions) if q["role"] == "solver"]
+    assert [last.questions[i]["question"] for i in solver] == [question, question]
+    assert trainer._metrics["train"]["selfplay/guided"] == [1]
+    # the proposer searched "Tokyo" and was verified on those passages: that path, then the answer, played now
+    assert last.episodes[solver[-1]] == replay(tokenizer, retriever, question, known_path(["Tokyo"], "Tokyo"), ROLLOUT)
+    assert last.episodes[solver[0]].answer == "unknown"
+    assert last.rewards[solver[-1]] == 1.0 and last.rewards[solver[0]] < 1.0
+    assert batch["advantages"][solver[-1]] > 0 > batch["advantages"][solver[0]]
+    # the question's success rate is the policy's own: the proposer is not paid for the guide's answer
+    record = next(r for r in read_jsonl(tmp_path / "round-0000.jsonl") if r["verified"])
+    assert record["solver_success"] == 0.0
 
 
 def test_a_round_with_a_frozen_proposer_trains_solver_groups_and_fillers_only(world, tokenizer, tmp_path):
