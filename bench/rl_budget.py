@@ -100,7 +100,7 @@ def chart(path: Path, results: dict, budgets: list[int], dev: dict[str, float]) 
         left.plot(xs, [dev[n] for n in names], style, label=arm)
         right.plot(xs, [held_out(n) for n in names], style, label=arm)
     for axis, label in ((left, "greedy dev EM"), (right, f"held-out EM, mean of {len(suites)} suites")):
-        axis.set_xscale("symlog", linthresh=max(1, min(budgets)))
+        axis.set_xticks([0, *budgets])
         axis.set_xlabel("RL episodes (control: the same wall time of SFT)")
         axis.set_ylabel(label)
         axis.legend()
@@ -147,7 +147,8 @@ def main() -> None:
             logging.info("budget: continued SFT for %.0f s (rl's %d episodes)", seconds, episodes)
             figures[f"control-{episodes}"] = train_control(ROOT / args.params, args.overrides, args.sft, seconds,
                                                            out / f"control-{episodes}")
-        folders = {"sft": args.sft, **{name: out / name for name in figures}}
+        # sft and the controls first: evaluation compares each policy with those before it
+        folders = {"sft": args.sft, **{name: out / name for name in sorted(figures, key=lambda n: n[0] != "c")}}
         logging.info("budget: dev EM of %d policies", len(folders))
         dev = dev_scores(p, folders, retriever)
         results = evaluate_agents(p, folders, retriever, out / "eval")
