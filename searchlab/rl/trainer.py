@@ -168,12 +168,15 @@ class SearchGRPOTrainer(GRPOTrainer):
 
     def _update_curriculum(self, batch: StepBatch, advantages: torch.Tensor) -> None:
         """Report each question's group outcome and mean |advantage| (all processes') to the curriculum, with
-        the groups dynamic sampling replaced (all advantages zero)."""
+        the groups dynamic sampling replaced (all advantages zero). The outcome is the policy's own: a
+        demonstration guidance put into a group is left out of it."""
         generations = self.num_generations
-        outcome = [r.outcome for r in batch.rewards]
+        guided = batch.guided or [False] * len(batch.rewards)
         spread = advantages.abs().tolist()
         groups = range(len(batch.questions) // generations)
-        success = [sum(outcome[g * generations:(g + 1) * generations]) / generations for g in groups]
+        own = [[r.outcome for r, g in zip(batch.rewards[i * generations:(i + 1) * generations],
+                                          guided[i * generations:(i + 1) * generations]) if not g] for i in groups]
+        success = [sum(outcomes) / max(len(outcomes), 1) for outcomes in own]
         magnitude = [sum(spread[g * generations:(g + 1) * generations]) / generations for g in groups]
         questions = gather_object(batch.questions[::generations] + [q for q, _ in batch.untrained])
         success = gather_object(success + [s for _, s in batch.untrained])

@@ -57,6 +57,19 @@ def test_guidance_puts_the_demonstration_into_every_group_the_policy_fails(world
     assert metrics["episode/evidence_share"][-1] > 0
 
 
+def test_the_curriculum_learns_the_policy_s_own_outcome_not_the_guided_demonstration_s(world, tokenizer, tmp_path):
+    questions, corpus, retriever = world
+    # the difficulty curriculum keeps every group outcome of its level in a window: each group here failed
+    rl = _rl(num_generations=3, questions_per_step=4, guidance={"enabled": True}, curriculum=["difficulty"],
+             difficulty={"window": 8})
+    trainer, _ = build_trainer(rl, ROLLOUT, _model(tokenizer), tokenizer, retriever, questions, corpus, tmp_path,
+                               demos_jsonl=_demos(tmp_path))
+    trainer._generate_and_score_completions([{"prompt": str(i)} for i in range(12)])
+    last = trainer.episodes.last
+    assert sum(last.guided) == 4 and all(r.outcome == 1.0 for r, g in zip(last.rewards, last.guided) if g)
+    assert trainer.episodes.curriculum.difficulty.recent == [0.0] * 4  # 0 of 2 own episodes right, not 1 of 3
+
+
 def test_guidance_without_demonstrations_is_refused_naming_the_key(world, tokenizer, tmp_path):
     questions, corpus, retriever = world
     with pytest.raises(ValueError, match="rl.guidance.enabled"):
