@@ -11,6 +11,8 @@ read:
   source, metadata}``; ``type`` and ``source`` are the file's name in ``qa.files``, the bucket is unknown (no
   difficulty was measured), and so is the evidence;
 - ``heldout.jsonl``: empty (the benchmarks are the held-out sets);
+- ``demos.jsonl`` (given the index): the demonstrations SFT learns from, one per train or dev question whose search
+  finds a gold answer (:mod:`searchlab.labeled_demos`), in synthesis's shape;
 - ``overlap.json`` and ``datasheet.md``: the overlap of every (training file, benchmark) pair, what was dropped.
 """
 
@@ -24,8 +26,10 @@ from pathlib import Path
 
 from searchlab.eval.benchmarks import BenchmarkError, load_benchmark
 from searchlab.jsonl import write_jsonl
+from searchlab.labeled_demos import labeled_demonstrations
 from searchlab.params import QAParams, QuestionFileParams
 from searchlab.record import QuestionRecord
+from searchlab.retrieval.base import Retriever
 from searchlab.scoring import normalize_answer
 
 # Ids a file does not give are made from its name: training files get a name of their own, so a made-up id such
@@ -75,9 +79,12 @@ def is_dev(question: str, seed: int, share: float) -> bool:
     return int(digest[:12], 16) / 16 ** 12 < share
 
 
-def import_questions(qa: QAParams, benchmarks: dict[str, QuestionFileParams], root: Path, out_dir: Path) -> dict:
+def import_questions(qa: QAParams, benchmarks: dict[str, QuestionFileParams], root: Path, out_dir: Path,
+                     retriever: Retriever | None = None) -> dict:
     """Fill ``out_dir`` with the training questions of ``qa.files`` (see the module doc), minus those in
-    ``benchmarks`` (``eval.benchmarks``: read whole, whatever sample evaluation takes); return the counts.
+    ``benchmarks`` (``eval.benchmarks``: read whole, whatever sample evaluation takes); return the counts. With
+    ``retriever`` (the index the agent searches), also ``demos.jsonl``: the demonstrations of the train and dev
+    questions whose search finds a gold answer (:mod:`searchlab.labeled_demos`).
 
     With ``qa.on_overlap: fail``, any overlap is an :class:`OverlapError` naming the pair and a question.
     """
@@ -118,12 +125,18 @@ def import_questions(qa: QAParams, benchmarks: dict[str, QuestionFileParams], ro
     write_jsonl(out_dir / "train.jsonl", splits["train"])
     write_jsonl(out_dir / "dev.jsonl", splits["dev"])
     write_jsonl(out_dir / "heldout.jsonl", [])
+    demo_counts = {}
+    if retriever is not None:
+        stored = [{**record, "split": split} for split in ("train", "dev") for record in splits[split]]
+        demos, demo_counts = labeled_demonstrations(stored, retriever, qa.demos.topk)
+        write_jsonl(out_dir / "demos.jsonl", demos)
     report = {"files": {name: len(qs) for name, qs in train_files.items()}, "pairs": pairs,
               "dropped": len(dropped_ids), "duplicates": duplicates, "on_overlap": qa.on_overlap}
     (out_dir / "overlap.json").write_text(json.dumps(report, indent=1, ensure_ascii=False) + "\n")
-    (out_dir / "datasheet.md").write_text(datasheet(report, len(splits["train"]), len(splits["dev"])))
+    (out_dir / "datasheet.md").write_text(datasheet(report, len(splits["train"]), len(splits["dev"]), demo_counts))
     counts = {"read": sum(report["files"].values()), "train": len(splits["train"]), "dev": len(splits["dev"]),
-              "overlap_dropped": len(dropped_ids), "duplicates": duplicates}
+              "overlap_dropped": len(dropped_ids), "duplicates": duplicates,
+              **{k: v for k, v in demo_counts.items() if k != "questions"}}
     counts.update({f"overlap.{p['train']}.{p['benchmark']}": p["overlap"] for p in pairs})
     return counts
 
@@ -133,13 +146,20 @@ def _record(name: str, q: QuestionRecord) -> dict:
     return replace(q, type=name, evidence=None, features={"bucket": None}, source=name).to_json()
 
 
-def datasheet(report: dict, train: int, dev: int) -> str:
-    """``datasheet.md``: where the questions came from and the overlap with every evaluated benchmark."""
+def datasheet(report: dict, train: int, dev: int, demos: dict | None = None) -> str:
+    """``datasheet.md``: where the questions came from, the overlap with every evaluated benchmark and how many
+    questions gave a demonstration."""
     lines = ["# Training questions from files", "",
              f"{sum(report['files'].values())} questions read: " +
              ", ".join(f"{name} {n}" for name, n in report["files"].items()) + ".",
              f"Kept {train} for training and {dev} for dev; dropped {report['dropped']} that an evaluated benchmark "
              f"holds (qa.on_overlap: {report['on_overlap']}) and {report['duplicates']} duplicates.", ""]
+    if demos:
+        missed = ", ".join(f"{k.removeprefix('no_demo.').replace('_', ' ')} {v}" for k, v in demos.items()
+                           if k.startswith("no_demo."))
+        lines += [f"Demonstrations: {demos['demos']} of the {demos['questions']} train and dev questions "
+                  f"({demos['demo_share']:.0%}): searched as written, kept when a retrieved passage holds a gold "
+                  f"answer (none for: {missed or 'none'}).", ""]
     if report["pairs"]:
         lines += ["## Overlap with the evaluated benchmarks", "",
                   "Same question after SQuAD normalisation (text), or the same id (id).", "",

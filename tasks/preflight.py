@@ -4,7 +4,7 @@ with its inputs, found before anything is trained.
 :func:`preflight` computes the stage graph (:func:`tasks.registry.plan`), then checks, without training anything,
 that each input the planned stages read exists and parses (the corpus file, question and benchmark files with
 their formats and counts, model folders and GGUF files, accelerate configs), and that the params are coherent
-together (a KB-only option without a KB, sft without demonstrations, vLLM without CUDA). It collects every problem
+together (a KB-only option without a KB, an option needing synthesized questions on files, vLLM without CUDA). It collects every problem
 instead of stopping at the first, each with its params key and where that key is written.
 """
 
@@ -104,10 +104,6 @@ def _coherence(params: Params, root: Path, names: set[str], inputs: dict[str, st
         yield "rl.curriculum", f"clpo restructures questions over the knowledge base, and {no_kb}"
     if "selfplay" in names and params.selfplay.kb_filter and not has_kb:
         yield "selfplay.kb_filter", f"the KB filter checks proposals against the knowledge base, and {no_kb}"
-    if files and "sft" in names:
-        yield _why_needed("sft", params, names), (
-            "the sft stage learns from synthesized demonstrations, and qa.source is files (no demonstrations); start "
-            "from the base model instead (rl.init: base, selfplay.init: base) and evaluate base and rl")
     if files and "rl" in names and "qa" in params.rl.questions:
         wants_buckets = [kind for kind in params.rl.curriculum if kind in ("difficulty", "sec")]
         if wants_buckets:
@@ -116,9 +112,6 @@ def _coherence(params: Params, root: Path, names: set[str], inputs: dict[str, st
         if params.rl.reward.rubric_weight > 0:
             yield "rl.reward.rubric_weight", ("the citation rubric checks each hop of a synthesized question's "
                                               "evidence chain, which questions read from files do not have")
-        if params.rl.guidance.enabled:
-            yield "rl.guidance.enabled", ("guidance puts a question's demonstration into the groups that fail, and "
-                                          "demonstrations come from synthesized questions (qa.source is files)")
     if "evaluate" in names:
         if files and params.eval.suites not in ("all", []):
             yield "eval.suites", ("built-in suites are held out by QA synthesis, and qa.source is files; evaluate on "
@@ -138,17 +131,6 @@ def _machine(params: Params, names: set[str]):
         if not torch.cuda.is_available():
             for key in (k for k, wanted in vllm.items() if wanted):
                 yield key, "vLLM needs a CUDA GPU, and this machine has none"
-
-
-def _why_needed(stage: str, params: Params, names: set[str]) -> str:
-    """The params key that pulls ``stage`` into the run (for the message of a stage that cannot be built)."""
-    if "rl" in names and params.rl.init == stage:
-        return "rl.init"
-    if "selfplay" in names and params.selfplay.init == stage:
-        return "selfplay.init"
-    if "evaluate" in names and stage in params.eval.model_sources().values():
-        return "eval.models"
-    return "stages"
 
 
 def _corpus(params: Params, root: Path, names: set[str], inputs: dict[str, str]):

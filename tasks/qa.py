@@ -1,19 +1,21 @@
 """The qa stage: the training questions, as ``data/qa/``: synthesized from the corpus's KB (BMGQ-style, with
 demonstrations and held-out questions), or read from labeled files with a leakage check against the evaluated
-benchmarks (``qa.source``)."""
+benchmarks and demonstrations made by searching them (``qa.source``)."""
 
 from pathlib import Path
 
 from searchlab.params import Params
 from searchlab.questions import import_questions
+from searchlab.retrieval import open_retriever
 from searchlab.synth import synthesize
 from tasks.stage import Stage, StageContext
 
 
 def _build(ctx: StageContext) -> dict:
     p = ctx.params
-    if p.qa.source == "files":
-        return import_questions(p.qa, p.eval.benchmarks, ctx.root, ctx.out_dir)
+    if p.qa.source == "files":  # the demonstrations search the index the agent will search
+        with open_retriever(p.retriever, ctx.inputs["index"]) as retriever:
+            return import_questions(p.qa, p.eval.benchmarks, ctx.root, ctx.out_dir, retriever)
     return synthesize(p.qa, p.retriever, ctx.inputs["corpus"], ctx.inputs["index"], ctx.out_dir, ctx.work_dir)
 
 
@@ -37,7 +39,7 @@ STAGE = Stage(
     name="qa",
     description="The training questions: synthesized from the KB (verified multi-hop questions, demonstrations, "
                 "held-out questions), or read from labeled files without the questions evaluation uses",
-    upstream=lambda params: ("corpus", "index") if params.qa.source == "synthesis" else (),
+    upstream=lambda params: ("corpus", "index"),  # synthesis reads the KB; both search the index for demonstrations
     # qa.files' samples and seeds are in the qa section; benchmark files enter as external inputs
     reads=("qa", "retriever"),
     build=_build,

@@ -104,3 +104,32 @@ def test_a_record_reads_back_every_field_in_the_key_order_it_was_written(tmp_pat
     suite = QuestionRecord("s-1", "Capital of France?", ["Paris"], {"type": "single", "evidence": None})
     (tmp_path / "suite.jsonl").write_text(json.dumps(suite.to_flashrag()) + "\n")
     assert load_benchmark(tmp_path / "suite.jsonl", "suite") == [suite]
+
+
+def test_labeled_questions_become_demonstrations_where_their_search_finds_a_gold_answer(tmp_path, bm25):
+    from searchlab.agent.protocol import parse_trajectory
+    from searchlab.labeled_demos import SEARCH_THINK
+
+    # the real BM25 index over the toy passages: Warsaw's passage holds the answer as "Poland"; nothing names
+    # the Amazon; the third question contains its own answer
+    _flashrag(tmp_path / "train.jsonl", [(0, "Where was Marie Curie born, in which country?", ["poland"]),
+                                         (1, "Which river flows through Manaus?", ["the Amazon"]),
+                                         (2, "Is Oslo the capital of Norway, or is Oslo not?", ["Oslo"]),
+                                         (3, "Who discovered penicillin?", ["Alexander Fleming"])])
+    qa = QAParams(source="files", files={"mine": QuestionFileParams(path="train.jsonl")}, dev_share=0.0)
+    out = tmp_path / "qa"
+    out.mkdir()
+    counts = import_questions(qa, {}, tmp_path, out, bm25)
+    assert (counts["demos"], counts["demo_share"]) == (2, 0.5)
+    assert (counts["no_demo.not_retrieved"], counts["no_demo.answer_in_question"]) == (1, 1)
+    demos = {d["question"]: d for d in read_jsonl(out / "demos.jsonl")}
+    curie = demos["Where was Marie Curie born, in which country?"]
+    assert (curie["role"], curie["split"], curie["type"], curie["answers"]) == ("solver", "train", "mine", ["poland"])
+    assert curie["id"] == read_jsonl(out / "train.jsonl")[0]["id"]
+    # the agent protocol reads it back: one search with the question as written, then the answer as the passage
+    # writes it
+    trajectory = parse_trajectory(curie["completion"])
+    assert trajectory.searches == [curie["question"]] and trajectory.answer == "Poland"
+    assert SEARCH_THINK in curie["completion"] and "Warsaw is the capital of Poland" in curie["completion"]
+    assert demos["Who discovered penicillin?"]["completion"].endswith("<answer> Alexander Fleming </answer>")
+    assert "Demonstrations: 2 of the 4 train and dev questions (50%)" in (out / "datasheet.md").read_text()

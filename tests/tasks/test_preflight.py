@@ -115,12 +115,12 @@ def test_a_problem_made_by_an_override_is_blamed_on_it():
     assert [(p.key, p.where) for p in found.problems] == [("eval.suites", "--set")]
 
 
-def test_guidance_on_file_questions_is_refused_naming_the_key():
-    overrides = ["rl.guidance.enabled=true"]
-    found = preflight(load_params(REPO / "params/own-data.yaml", overrides), Path("params/own-data.yaml"), REPO,
-                      overrides=overrides)
-    assert [(p.key, p.where) for p in found.problems] == [("rl.guidance.enabled", "--set")]
-    assert "demonstrations come from synthesized questions" in found.problems[0].message
+def test_sft_and_guidance_on_file_questions_plan_without_a_problem():
+    """The qa stage makes demonstrations from labeled questions: sft, rl from it and guidance need no KB."""
+    overrides = ["rl.init=sft", "rl.guidance.enabled=true", "eval.models=[base, sft, rl]"]
+    params = load_params(REPO / "params/own-data.yaml", overrides)
+    found = preflight(params, Path("params/own-data.yaml"), REPO, overrides=overrides)
+    assert "sft" in [s.name for s in found.stages] and found.problems == []
 
 
 @pytest.mark.slow
