@@ -249,8 +249,8 @@ class QAParams(Section):
 
     source: Literal["synthesis", "files"] = Field(
         "synthesis", description="`synthesis`: questions, demonstrations and held-out suites synthesized from the "
-                                 "corpus's KB (the keys below); `files`: the labeled questions of `qa.files` (no KB, "
-                                 "no demonstrations)")
+                                 "corpus's KB (the keys below); `files`: the labeled questions of `qa.files` (no KB), "
+                                 "with demonstrations made by searching them (`demos.topk`)")
     files: dict[str, QuestionFileParams] = Field(
         default_factory=dict, description="with `source: files`, training question files by name: `{path, format, "
                                           "sample, seed}`, read as `eval.benchmarks` files are; written to "
@@ -569,7 +569,7 @@ class GuidanceParams(Section):
     enabled: bool = Field(False, description="when no sampled episode of a group answers right (EM), replace its "
                                              "last one by a known path to the answer, played through the live "
                                              "environment: in rl the question's demonstration (the qa stage's "
-                                             "`demos.jsonl`; needs synthesized questions), in self-play the "
+                                             "`demos.jsonl`), in self-play the "
                                              "proposer's searches of the verified question, then its answer")
 
 

@@ -125,8 +125,8 @@ def build_trainer(rl: RLParams, rollout: RolloutParams, model, tokenizer, retrie
     demos = None
     if rl.guidance.enabled:
         if demos_jsonl is None or not demos_jsonl.is_file():
-            raise ValueError(f"rl.guidance.enabled: no demonstrations to guide with ({demos_jsonl}); they come from "
-                             f"synthesized questions (qa.source: synthesis)")
+            raise ValueError(f"rl.guidance.enabled: no demonstrations to guide with ({demos_jsonl}); the qa stage "
+                             f"writes them")
         demos = demonstration_turns(demos_jsonl)
     episodes = SearchEpisodes(tokenizer, retriever, curriculum, rollout, rl, distractors, work_dir / "trajectories",
                               keep_every=max(1, rl.steps // 10), renamer=renamer, demos=demos)
