@@ -517,6 +517,18 @@ class RewardParams(Section):
                                                          "the share of the question's evidence passages the "
                                                          "episode's searches retrieved, added whatever the answer; "
                                                          "questions without known evidence get none; 0: off")
+    format_credit: Literal["penalty", "graded"] = Field(
+        "penalty", description="how the protocol is paid for: `penalty`, `format_penalty` off a broken episode; "
+                               "`graded`, Search-R1's format reward (with `format_weight` 1: right and well-formed "
+                               "1.0, right but ill-formed 0.8, well-formed and wrong 0.2, an answer but ill-formed "
+                               "0.1, else 0), for RL from a model that does not yet follow the protocol")
+    format_weight: float = Field(1.0, ge=0, description="scales `graded` format credit (its parts beside the "
+                                                        "outcome: +0.2, −0.2, +0.1) and `search_bonus`")
+    search_bonus: float = Field(0.0, ge=0, description="R1-Searcher's stage-1 credit: added when the episode ran at "
+                                                       "least one search, whatever the answer; 0: off")
+    fade_steps: int | None = Field(None, ge=1, description="`graded` format credit and `search_bonus` fall linearly "
+                                                           "to 0 over this many steps, leaving the outcome alone "
+                                                           "(R1-Searcher's stage 2); null: they stay")
     max_answer_words: int = Field(20, ge=1, description="a longer answer (unless a gold is that long) is a reward "
                                                         "hack and earns nothing")
     rubric_weight: float = Field(0.0, ge=0, le=1, description="C-GRPO's citation-aware rubric reward (CaRR): total = "

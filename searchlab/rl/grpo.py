@@ -92,7 +92,7 @@ from searchlab.params import RLParams, RolloutParams
 from searchlab.rl.curriculum import Curriculum
 from searchlab.rl.noisy import NoisyRetriever
 from searchlab.rl.renamed import RenamedRetriever, renamed_question
-from searchlab.rl.rewards import RewardBreakdown, retrieved_share, reward
+from searchlab.rl.rewards import RewardBreakdown, fade, retrieved_share, reward
 from searchlab.rl.simulated import SimulatedRetriever, simulated_counts
 from searchlab.scoring import exact_match
 from searchlab.train.renaming import TitleRenamer
@@ -233,6 +233,7 @@ class SearchEpisodes:
         self.trajectory_dir, self.keep_every = trajectory_dir, keep_every
         self.last: StepBatch | None = None
         self.timings: dict[str, float] = {"rollout": 0.0, "reward": 0.0, "near_miss": 0.0}
+        self.reward_scale = 1.0
         self.rollouts = 0  # steps' rollout batches this process rolled out, each with all its draws (several
         # optimizer steps may share one)
 
@@ -245,6 +246,7 @@ class SearchEpisodes:
         if len(prompts) % generations:
             raise ValueError(f"{len(prompts)} prompts are not whole groups of {generations}")
         step, rank, world = trainer.state.global_step, trainer.accelerator.process_index, trainer.accelerator.num_processes
+        self.reward_scale = fade(self.rl.reward, step)  # the format credit this step pays (rl.reward.fade_steps)
         wanted = len(prompts) // generations
         chosen = self.curriculum.select(step, wanted * world)[rank * wanted:(rank + 1) * wanted]
         retriever, noise = self._step_retriever(step, rank)
@@ -389,7 +391,7 @@ class SearchEpisodes:
     def score(self, episode: Rollout, question: dict) -> RewardBreakdown:
         """The reward of one episode of ``question`` (:func:`searchlab.rl.rewards.reward` under ``rl.reward``)."""
         return reward(episode, question["answers"], question.get("evidence"), self.rl.reward,
-                      chain=question.get("constraints"))
+                      chain=question.get("constraints"), scale=self.reward_scale)
 
     # -- TRL's reward function
     def reward_func(self, prompts, completions, **kwargs) -> list[float]:

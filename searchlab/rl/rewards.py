@@ -7,7 +7,14 @@
   definitions evaluation uses) of the *parsed* final answer against the golds;
 * ``format`` is ``-format_penalty`` when the episode broke the protocol (no or an
   empty answer, an invalid action the environment had to correct, or cut off at
-  ``max_turns``), else 0; it is charged once, however many problems there are;
+  ``max_turns``), else 0; it is charged once, however many problems there are.
+  With ``format_credit: graded`` it is Search-R1's format reward instead
+  (``qa_em_format``), for a policy that does not yet follow the protocol:
+  +0.2 for a well-formed wrong episode, −0.2 for a right but ill-formed one,
+  +0.1 for an ill-formed one that still answered, 0 otherwise, times
+  ``format_weight`` (so with weight 1 the totals are 1.0 / 0.8 / 0.2 / 0.1 /
+  0); plus ``search_bonus`` when the episode ran a search (R1-Searcher's stage
+  1). Both fade to 0 over ``fade_steps`` (:func:`fade`), leaving the outcome;
 * ``evidence`` is ``evidence_bonus`` when the episode's searches retrieved every
   gold passage (evaluation's notion, :func:`searchlab.agent.samples.found_evidence`),
   else 0 (a bonus of 0 turns it off), plus ``evidence_share`` times the share of
@@ -56,7 +63,8 @@ from searchlab.params import RewardParams
 from searchlab.rl.rubric import rubric_score
 from searchlab.scoring import cover_exact_match, exact_match, f1
 
-__all__ = ["RewardBreakdown", "RewardParams", "c_grpo_outcome", "candidate_separators", "reward"]
+__all__ = ["RewardBreakdown", "RewardParams", "c_grpo_outcome", "candidate_separators", "fade", "format_credit",
+           "reward"]
 
 
 @dataclass(frozen=True)
@@ -136,6 +144,7 @@ def reward(
     params: RewardParams | None = None,
     *,
     chain: Sequence[Mapping[str, Any]] | None = None,
+    scale: float = 1.0,
 ) -> RewardBreakdown:
     """The reward of one episode against its gold ``answers``, with its parts.
 
@@ -151,7 +160,8 @@ def reward(
     ``constraints`` (dicts as in ``train.jsonl``), read only when
     ``params.rubric_weight > 0``; ``None`` or empty means no rubric. A rubric
     needs the retrieved ids as much as the bonus does: with a string it is a
-    ``ValueError`` too.
+    ``ValueError`` too. ``scale`` multiplies the graded format credit and the search bonus (:func:`fade` of the
+    step).
     """
     params = params or RewardParams()
     golds = [answers] if isinstance(answers, str) else list(answers)
@@ -166,6 +176,7 @@ def reward(
         if not episode.finished:
             problems.append("cut off at max_turns")
         invalid = episode.invalid_actions
+        searched = bool(episode.retrieved)
     elif isinstance(episode, str):
         if wants_evidence:
             raise ValueError("an evidence bonus needs the retrieved passage ids: pass the Rollout, not its text")
@@ -174,22 +185,25 @@ def reward(
         trajectory = parse_trajectory(episode)
         answer = trajectory.answer
         invalid = sum(s.kind == "feedback" for s in trajectory.segments)
+        searched = bool(trajectory.searches)
     else:
         raise TypeError(f"episode must be a Rollout or a completion str, got {type(episode).__name__}")
     if answer is None or not answer.strip():
         problems.append("no answer" if answer is None else "empty answer")
     if invalid:
         problems.append(f"{invalid} invalid action(s)")
-    format_part = -params.format_penalty if problems else 0.0
-
-    hack = _hack(answer, golds, params) if answer and answer.strip() else None
+    answered = bool(answer and answer.strip())
+    hack = _hack(answer, golds, params) if answered else None
+    format_part = format_credit(params, not problems, answered, answered and hack is None
+                                and exact_match(answer, golds) > 0, searched, scale)
     share = evidence_share(episode, evidence_ids) if isinstance(episode, Rollout) else None
     if hack is not None:
         # Nothing positive for a hack, but it keeps a format penalty: otherwise a
         # malformed episode would do better by listing candidates than by answering once.
+        format_part = min(format_part, 0.0)
         return RewardBreakdown(format_part, 0.0, format_part, 0.0, hack, tuple(problems), evidence_share=share)
 
-    outcome = OUTCOMES[params.metric](answer, golds) if answer and answer.strip() else 0.0
+    outcome = OUTCOMES[params.metric](answer, golds) if answered else 0.0
     evidence = 0.0
     if wants_evidence and share is not None:
         evidence = params.evidence_bonus * (share == 1.0) + params.evidence_share * share
@@ -200,6 +214,38 @@ def reward(
     mixed = c_grpo_outcome(outcome, rubric, params.rubric_weight)
     return RewardBreakdown(mixed + format_part + evidence, outcome, format_part, evidence, None, tuple(problems),
                            rubric, share)
+
+
+def format_credit(params: RewardParams, well_formed: bool, answered: bool, right: bool, searched: bool,
+                  scale: float = 1.0) -> float:
+    """An episode's ``format`` part under ``params`` (see the module docstring); ``scale`` fades the graded credit
+    and the search bonus.
+
+    >>> graded = RewardParams(format_credit="graded")
+    >>> [format_credit(graded, *case, searched=False) for case in
+    ...  [(True, True, True), (False, True, True), (True, True, False), (False, True, False), (False, False, False)]]
+    [0.0, -0.2, 0.2, 0.1, 0.0]
+    >>> round(format_credit(RewardParams(search_bonus=0.5), False, False, False, searched=True, scale=0.5), 3)
+    0.15
+    """
+    bonus = params.search_bonus * scale if searched else 0.0
+    if params.format_credit == "penalty":
+        return bonus + (0.0 if well_formed else -params.format_penalty)
+    if well_formed:
+        credit = 0.0 if right else 0.2
+    else:
+        credit = -0.2 if right else (0.1 if answered else 0.0)
+    return bonus + params.format_weight * scale * credit
+
+
+def fade(params: RewardParams, step: int) -> float:
+    """The share of the graded format credit and the search bonus left at ``step``: 1 without ``fade_steps``, else
+    falling linearly to 0 at step ``fade_steps``.
+
+    >>> fade(RewardParams(fade_steps=10), 0), fade(RewardParams(fade_steps=10), 5), fade(RewardParams(), 99)
+    (1.0, 0.5, 1.0)
+    """
+    return 1.0 if params.fade_steps is None else max(0.0, 1.0 - step / params.fade_steps)
 
 
 OUTCOMES = {"em": exact_match, "f1": f1, "cover_em": cover_exact_match}  # rl.reward.metric -> the answer's score

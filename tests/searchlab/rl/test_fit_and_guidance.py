@@ -156,3 +156,21 @@ def test_near_miss_re_rolls_the_best_partial_episode_in_place_of_the_worst(world
         assert after.rewards[changed[0]] == env.score(new, asked[g])
         assert before.rewards[changed[0]].total == min(r.total for i, r in enumerate(before.rewards) if i != best)
     assert any(group.rerolled for group in rerolled)
+
+
+def test_graded_format_credit_fades_out_over_the_steps_the_stage_trains(world, tokenizer, searching_model, tmp_path):
+    questions, corpus, retriever = world
+    rl = _rl(num_generations=3, questions_per_step=2, reward={"format_credit": "graded", "search_bonus": 0.5,
+                                                              "fade_steps": 2})
+    trainer, _ = build_trainer(rl, ROLLOUT, copy.deepcopy(searching_model), tokenizer, retriever, questions, corpus,
+                               tmp_path)
+    paid = {}
+    for step in (0, 1, 2):
+        trainer.state.global_step = step
+        trainer._generate_and_score_completions([{"prompt": str(i)} for i in range(6)])
+        last = trainer.episodes.last
+        paid[step] = [r.total - r.outcome for r in last.rewards]  # what the format credit added
+        assert all(r.total == pytest.approx(r.outcome + r.format + r.evidence) for r in last.rewards)
+    # the searching policy's episodes earn some format credit at the start, half of it at step 1, none at step 2
+    assert any(x != 0 for x in paid[0]) and all(x == 0 for x in paid[2])
+    assert max(map(abs, paid[1])) <= max(map(abs, paid[0])) / 2 + 1e-9

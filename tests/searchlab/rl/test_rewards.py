@@ -250,3 +250,44 @@ def test_bad_inputs_are_rejected():
         reward(demo("Paris"), [], params=EM)
     with pytest.raises(TypeError):
         reward(42, ["Paris"], params=EM)  # type: ignore[arg-type]
+
+
+# ------------------------------------------------------------ staged format credit (RL from a pretrained model)
+
+GRADED = RewardParams(metric="em", format_credit="graded", max_answer_words=5)
+
+
+@pytest.mark.parametrize("completion, answer, invalid, total", [
+    (demo("Paris"), "Paris", 0, 1.0),  # right and well-formed
+    (demo("Paris"), "Paris", 1, 0.8),  # right, but the environment had to correct an action
+    (demo("London"), "London", 0, 0.2),  # well-formed and wrong
+    (demo("London"), "London", 1, 0.1),  # ill-formed, wrong, but it answered
+    ("<think>no idea</think>", None, 0, 0.0),  # nothing
+])
+def test_graded_format_credit_is_search_r1_s_table(completion, answer, invalid, total):
+    r = reward(episode(completion, answer, invalid=invalid), ["Paris"], params=GRADED)
+    assert r.total == pytest.approx(total) and r.outcome == (1.0 if answer == "Paris" else 0.0)
+    assert_parts_add_up(r)
+
+
+def test_graded_credit_scales_with_its_weight_and_fades_with_the_step():
+    from searchlab.rl.rewards import fade
+
+    wrong = episode(demo("London"), "London")
+    half = RewardParams(format_credit="graded", format_weight=0.5, fade_steps=10)
+    assert reward(wrong, ["Paris"], params=half).total == pytest.approx(0.1)
+    assert reward(wrong, ["Paris"], params=half, scale=fade(half, 5)).total == pytest.approx(0.05)
+    # faded out, only the outcome is left: right 1, wrong 0, whatever the form
+    assert reward(wrong, ["Paris"], params=half, scale=fade(half, 10)).total == 0.0
+    right_ill_formed = episode(demo("Paris"), "Paris", invalid=1)
+    assert reward(right_ill_formed, ["Paris"], params=half, scale=fade(half, 12)).total == 1.0
+
+
+def test_the_search_bonus_pays_an_episode_that_searched_and_a_hack_keeps_no_credit():
+    bonus = RewardParams(format_credit="graded", search_bonus=0.5, max_answer_words=5)
+    searched = episode(demo("London"), "London")
+    unsearched = episode("<answer> London </answer>", "London", retrieved=())
+    assert reward(searched, ["Paris"], params=bonus).total == pytest.approx(0.7)
+    assert reward(unsearched, ["Paris"], params=bonus).total == pytest.approx(0.2)
+    hacked = reward(episode(demo("Paris or London"), "Paris or London"), ["Paris"], params=bonus)
+    assert hacked.hack and hacked.total == 0.0  # a candidate list earns nothing, not even for its form
