@@ -13,8 +13,11 @@ read. The completion is rendered by the agent protocol
 (:func:`searchlab.agent.protocol.render_demonstration`), the same code synthesis
 uses, so it looks exactly like a synthesized demonstration.
 
-The file formats' supporting facts are dropped when questions are read (see
-:mod:`searchlab.eval.benchmarks`), so no follow-up search is planned from them.
+Where the file names the question's supporting passages by title (HotpotQA's
+supporting facts: ``metadata.supporting_titles``) and the question's own search
+finds no gold answer, the demonstration searches those titles next, one search
+each, in order, until a passage holds a gold answer: the two-hop trajectory a
+multi-hop question needs.
 """
 
 from __future__ import annotations
@@ -28,6 +31,8 @@ from searchlab.retrieval.base import Hit, Retriever
 from searchlab.scoring import normalize_answer
 
 SEARCH_THINK = "I need to look this up."
+FOLLOW_UP_THINK = "That is not enough yet. I need to search for {title}."
+MAX_FOLLOW_UPS = 2  # searches after the question's own (HotpotQA's questions have two supporting titles)
 BATCH = 256  # questions a retriever call searches at once
 _EDGES = ",;:!?\"'()[]“”‘’."  # punctuation a passage attaches to the words of an answer
 
@@ -56,37 +61,63 @@ def answer_as_written(text: str, answers: Sequence[str]) -> str | None:
     return None
 
 
-def demonstration(question: str, hits: Sequence[Hit], answers: Sequence[str]) -> tuple[str | None, str]:
-    """``(completion, why not)`` of one labeled question searched as written with ``hits`` retrieved: the
-    demonstration answering from the first passage that holds a gold answer, or None and the reason
-    (``answer_in_question``, ``not_retrieved``)."""
-    question_words = f" {normalize_answer(question)} "
-    if any(f" {normalize_answer(a)} " in question_words for a in answers if normalize_answer(a)):
-        return None, "answer_in_question"  # the query would contain the answer (synthesis refuses such demos too)
-    for rank, hit in enumerate(hits, start=1):
+def contains_answer(text: str, answers: Sequence[str]) -> bool:
+    """Whether ``text``, normalised, holds a gold answer of ``answers`` on word boundaries."""
+    words = f" {normalize_answer(text)} "
+    return any(f" {normalize_answer(a)} " in words for a in answers if normalize_answer(a))
+
+
+def demonstration(steps: Sequence[DemoStep], answers: Sequence[str]) -> str | None:
+    """The completion of searches ``steps`` (their hits retrieved), answering from the first passage of the last
+    search that holds a gold answer, as the passage writes it; None when that search found none."""
+    for rank, hit in enumerate(steps[-1].hits, start=1):
         written = answer_as_written(hit.contents, answers)
         if written is not None:
-            step = DemoStep(think=SEARCH_THINK, query=question, hits=hits)
-            return render_demonstration([step], f"Doc {rank} gives the answer.", written), ""
-    return None, "not_retrieved"
+            return render_demonstration(steps, f"Doc {rank} gives the answer.", written)
+    return None
+
+
+def supporting_titles(record: dict) -> list[str]:
+    """The titles a question file names as the question's supporting passages (see the module docstring)."""
+    metadata = record.get("metadata") or {}
+    titles = metadata.get("supporting_titles") if isinstance(metadata, dict) else None
+    # a title with markup could not be written inside the protocol's tags: it is not searched
+    return [t for t in titles if isinstance(t, str) and t.strip() and "<" not in t] if isinstance(titles, list) else []
 
 
 def labeled_demonstrations(records: Sequence[dict], retriever: Retriever, topk: int) -> tuple[list[dict], dict]:
     """The solver demonstrations of ``records`` (the qa stage's stored questions with their ``split``) in
-    ``demos.jsonl``'s shape, and counts: questions, demonstrations, their share, and the questions without one by
-    reason."""
-    demos, missed = [], Counter()
-    for start in range(0, len(records), BATCH):
-        batch = records[start:start + BATCH]
-        for record, hits in zip(batch, retriever.search([r["question"] for r in batch], topk)):
-            completion, why = demonstration(record["question"], hits, record["answers"])
-            if completion is None:
-                missed[why] += 1
-                continue
-            demos.append({"id": record["id"], "split": record["split"], "type": record["type"],
-                          "question": record["question"], "answers": record["answers"], "role": "solver",
-                          "prompt": instruction(record["question"]), "completion": completion})
+    ``demos.jsonl``'s shape, and counts: questions, demonstrations, their share, those that needed a follow-up
+    search, and the questions without one by reason (``answer_in_question``: the query would contain the answer,
+    which synthesis refuses too; ``not_retrieved``)."""
+    missed = Counter()
+    # each question's searches so far; a question is done when its completion is made or it has no search left
+    plans: dict[int, list[DemoStep]] = {}
+    follow_ups: dict[int, list[str]] = {}
+    for i, record in enumerate(records):
+        if contains_answer(record["question"], record["answers"]):
+            missed["answer_in_question"] += 1
+            continue
+        plans[i] = []
+        titles = [t for t in supporting_titles(record) if not contains_answer(t, record["answers"])]
+        follow_ups[i] = [record["question"], *titles[:MAX_FOLLOW_UPS]]
+    completions: dict[int, str] = {}
+    while pending := [i for i in plans if i not in completions and len(plans[i]) < len(follow_ups[i])]:
+        for start in range(0, len(pending), BATCH):
+            batch = pending[start:start + BATCH]
+            queries = [follow_ups[i][len(plans[i])] for i in batch]
+            for i, query, hits in zip(batch, queries, retriever.search(queries, topk)):
+                think = SEARCH_THINK if not plans[i] else FOLLOW_UP_THINK.format(title=query)
+                plans[i].append(DemoStep(think=think, query=query, hits=hits))
+                completion = demonstration(plans[i], records[i]["answers"])
+                if completion is not None:
+                    completions[i] = completion
+    missed["not_retrieved"] += sum(i not in completions for i in plans)
+    demos = [{"id": r["id"], "split": r["split"], "type": r["type"], "question": r["question"],
+              "answers": r["answers"], "role": "solver", "prompt": instruction(r["question"]),
+              "completion": completions[i]} for i, r in enumerate(records) if i in completions]
     counts = {"questions": len(records), "demos": len(demos),
               "demo_share": round(len(demos) / len(records), 4) if records else 0.0,
-              **{f"no_demo.{why}": n for why, n in sorted(missed.items())}}
+              "demos_with_follow_up": sum(len(plans[i]) > 1 for i in completions),
+              **{f"no_demo.{why}": n for why, n in sorted(missed.items()) if n}}
     return demos, counts

@@ -158,8 +158,9 @@ def datasheet(report: dict, train: int, dev: int, demos: dict | None = None) -> 
         missed = ", ".join(f"{k.removeprefix('no_demo.').replace('_', ' ')} {v}" for k, v in demos.items()
                            if k.startswith("no_demo."))
         lines += [f"Demonstrations: {demos['demos']} of the {demos['questions']} train and dev questions "
-                  f"({demos['demo_share']:.0%}): searched as written, kept when a retrieved passage holds a gold "
-                  f"answer (none for: {missed or 'none'}).", ""]
+                  f"({demos['demo_share']:.0%}; {demos['demos_with_follow_up']} after searching a supporting title "
+                  f"too): searched as written, kept when a retrieved passage holds a gold answer (none for: "
+                  f"{missed or 'none'}).", ""]
     if report["pairs"]:
         lines += ["## Overlap with the evaluated benchmarks", "",
                   "Same question after SQuAD normalisation (text), or the same id (id).", "",

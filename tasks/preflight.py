@@ -4,8 +4,9 @@ with its inputs, found before anything is trained.
 :func:`preflight` computes the stage graph (:func:`tasks.registry.plan`), then checks, without training anything,
 that each input the planned stages read exists and parses (the corpus file, question and benchmark files with
 their formats and counts, model folders and GGUF files, accelerate configs), and that the params are coherent
-together (a KB-only option without a KB, an option needing synthesized questions on files, vLLM without CUDA). It collects every problem
-instead of stopping at the first, each with its params key and where that key is written.
+together (a KB-only option without a KB, an option needing synthesized questions on files, vLLM without CUDA).
+It collects every problem instead of stopping at the first, each with its params key and where that key is
+written.
 """
 
 from __future__ import annotations

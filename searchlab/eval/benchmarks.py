@@ -7,7 +7,7 @@ Five file shapes are read (``FORMATS``):
 - ``nq-open``: JSONL of ``{"question", "answer": [...] or "..."}``; R1-Searcher's eval sets (one answer string)
   are in this shape.
 - ``hotpotqa``: one JSON list of ``{"_id", "question", "answer": "...", ...}``; the big ``context`` and
-  ``supporting_facts`` lists are dropped.
+  ``supporting_facts`` lists are dropped, the supporting facts' titles kept (``metadata.supporting_titles``).
 - ``json``: one JSON list of ``{"question", "answer" or "answers": str | [str, ...]}``.
 - ``search-r1``: Search-R1's verl rows, JSONL or Parquet, of ``{"data_source", "prompt": [{"role", "content"}],
   "ability", "reward_model": {"ground_truth": ...}, "extra_info"}``, with ``ground_truth`` as ``{"target": [...]
@@ -295,11 +295,19 @@ def _nq_open(path: Path, where: str, default_id: str, record: Any) -> Question:
 
 
 def _hotpotqa(path: Path, where: str, default_id: str, record: Any) -> Question:
-    """A HotpotQA record: ``type``/``level``/… become the metadata, its paragraphs are dropped."""
+    """A HotpotQA record: ``type``/``level``/… become the metadata, its paragraphs are dropped; the titles of its
+    supporting facts, in order and once each, are kept as ``supporting_titles`` (what a demonstration made from the
+    question searches after the question itself: :mod:`searchlab.labeled_demos`)."""
     record = _as_object(path, where, record)
+    metadata = _extras(record, {"_id", "question", "answer", *_HOTPOTQA_DROPPED})
+    facts = record.get("supporting_facts")
+    titles = [fact[0] for fact in facts if isinstance(fact, list) and fact and isinstance(fact[0], str)] \
+        if isinstance(facts, list) else []
+    if titles:
+        metadata["supporting_titles"] = list(dict.fromkeys(titles))
     return Question(id=_id(path, where, record, "_id", default_id), question=_question_text(path, where, record),
                     answers=_answers(path, where, "answer", _required(path, where, record, "answer")),
-                    metadata=_extras(record, {"_id", "question", "answer", *_HOTPOTQA_DROPPED}))
+                    metadata=metadata)
 
 
 def _plain_json(path: Path, where: str, default_id: str, record: Any) -> Question:

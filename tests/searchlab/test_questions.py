@@ -132,4 +132,29 @@ def test_labeled_questions_become_demonstrations_where_their_search_finds_a_gold
     assert trajectory.searches == [curie["question"]] and trajectory.answer == "Poland"
     assert SEARCH_THINK in curie["completion"] and "Warsaw is the capital of Poland" in curie["completion"]
     assert demos["Who discovered penicillin?"]["completion"].endswith("<answer> Alexander Fleming </answer>")
-    assert "Demonstrations: 2 of the 4 train and dev questions (50%)" in (out / "datasheet.md").read_text()
+    assert "Demonstrations: 2 of the 4 train and dev questions (50%;" in (out / "datasheet.md").read_text()
+
+
+def test_a_multi_hop_question_s_demonstration_searches_its_supporting_titles_next(tmp_path, bm25):
+    from searchlab.agent.protocol import parse_trajectory
+
+    # HotpotQA's own format: the question's search (one passage a search) finds Curie's passage, which does not say
+    # where she was born; the supporting titles lead to Warsaw's, which does
+    records = [{"_id": "h1", "question": "The scientist who researched radioactivity was born in the capital of "
+                                         "which country?", "answer": "Poland", "type": "bridge", "level": "easy",
+                "supporting_facts": [["Marie Curie", 0], ["Warsaw", 0]], "context": []},
+               {"_id": "h2", "question": "Which board game do two players play?", "answer": "Chess",
+                "supporting_facts": [["Chess", 0]], "context": []}]  # its answer comes with the first search
+    (tmp_path / "hotpot.json").write_text(json.dumps(records))
+    qa = QAParams(source="files", files={"hotpot": QuestionFileParams(path="hotpot.json")}, dev_share=0.0,
+                  demos={"topk": 1})
+    out = tmp_path / "qa"
+    out.mkdir()
+    counts = import_questions(qa, {}, tmp_path, out, bm25)
+    assert (counts["demos"], counts["demos_with_follow_up"]) == (2, 1)
+    demos = {d["id"]: d for d in read_jsonl(out / "demos.jsonl")}
+    assert parse_trajectory(demos["h2"]["completion"]).searches == [records[1]["question"]]  # found at once
+    trajectory = parse_trajectory(demos["h1"]["completion"])
+    assert trajectory.searches[0] == records[0]["question"] and trajectory.searches[-1] == "Warsaw"
+    assert trajectory.answer == "Poland"
+    assert "1 after searching a supporting title" in (out / "datasheet.md").read_text()

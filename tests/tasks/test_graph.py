@@ -47,7 +47,9 @@ def test_evaluating_the_base_model_builds_no_training_stage():
 def test_rl_from_base_on_files_needs_no_sft_selfplay_or_benchmarks():
     params = _params("own-data")
     assert _names(plan([], params)) == ["corpus", "index", "qa", "base", "rl", "evaluate"]
-    assert [s.needs(params) for s in plan([], params)][2:] == [("corpus", "index"), (), ("corpus", "index", "qa", "base"),
+    # qa searches the index: the demonstrations it makes from the labeled questions
+    assert [s.needs(params) for s in plan([], params)][2:] == [("corpus", "index"), (),
+                                                               ("corpus", "index", "qa", "base"),
                                                                ("index", "base", "rl")]
 
 

@@ -257,7 +257,7 @@ def test_hotpotqa_answer_becomes_a_list_and_context_is_dropped(tmp_path):
     path = _json(tmp_path / "hotpot_dev.json", HOTPOTQA)
     assert load_benchmark(path, "hotpotqa", format="hotpotqa") == [
         Question("5a8b57f25542995d1e6f1371", "Were Scott Derrickson and Ed Wood of the same nationality?", ["yes"],
-                 {"type": "comparison", "level": "hard"}),
+                 {"type": "comparison", "level": "hard", "supporting_titles": ["Scott Derrickson", "Ed Wood"]}),
         Question("5a8c7595554299585d9e36b6", "Which government position was held by the woman?",
                  ["Chief of Protocol"], {"type": "bridge", "level": "medium"}),
     ]
