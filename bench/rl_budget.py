@@ -148,7 +148,8 @@ def main() -> None:
             figures[f"control-{episodes}"] = train_control(ROOT / args.params, args.overrides, args.sft, seconds,
                                                            out / f"control-{episodes}")
         # sft and the controls first: evaluation compares each policy with those before it
-        folders = {"sft": args.sft, **{name: out / name for name in sorted(figures, key=lambda n: not n.startswith("control"))}}
+        controls_first = sorted(figures, key=lambda name: not name.startswith("control"))
+        folders = {"sft": args.sft, **{name: out / name for name in controls_first}}
         logging.info("budget: dev EM of %d policies", len(folders))
         dev = dev_scores(p, folders, retriever)
         results = evaluate_agents(p, folders, retriever, out / "eval")
