@@ -29,7 +29,8 @@ def test_own_data_profile_runs_rl_from_the_pretrained_model_on_files(prefect_ser
         ["base", "corpus", "evaluate", "index", "qa", "rl"]  # no sft, selfplay or benchmarks stage
     qa = json.loads((data / "qa/manifest.json").read_text())
     assert qa["counts"]["overlap_dropped"] == 3 and qa["counts"]["overlap.geo.geo-test"] == 3
-    assert qa["inputs"]["upstream"] == {}  # no corpus, index or KB needed to read questions
+    # no KB needed to read questions; the index, to make their demonstrations
+    assert set(qa["inputs"]["upstream"]) == {"corpus", "index"} and qa["counts"]["demos"] > 0
     rl = json.loads((data / "rl/manifest.json").read_text())
     assert rl["counts"]["steps"] == 1 and set(rl["inputs"]["upstream"]) == {"corpus", "index", "qa", "base"}
     assert (data / "rl/model.safetensors").is_file()

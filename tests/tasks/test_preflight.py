@@ -23,6 +23,7 @@ rl:
   init: base
   curriculum: [clpo]
   accelerate_config: configs/absent.yaml
+  reward: {rubric_weight: 0.3}
 eval:
   suites: []
   benchmarks:
@@ -54,17 +55,17 @@ def test_five_mistakes_are_all_reported_in_one_run_with_key_and_line(tmp_path):
     found = preflight(load_params(project / "params/mistakes.yaml"), Path("params/mistakes.yaml"), project)
     problems = {p.key: p for p in found.problems}
     assert set(problems) == {"qa.files.geo.path", "rl.curriculum", "rl.accelerate_config", "eval.benchmarks.bad",
-                             "eval.models"}
+                             "rl.reward.rubric_weight"}  # sft in eval.models is none: qa makes demonstrations
     assert problems["qa.files.geo.path"].where == "params/mistakes.yaml line 5"
     assert "no such file" in problems["qa.files.geo.path"].message
     assert problems["rl.curriculum"].where == "params/mistakes.yaml line 9" and "no knowledge base" in \
         problems["rl.curriculum"].message
     assert problems["rl.accelerate_config"].where == "params/mistakes.yaml line 10"
     assert "cannot read" in problems["rl.accelerate_config"].message
-    assert problems["eval.benchmarks.bad"].where == "params/mistakes.yaml line 14"
+    assert problems["eval.benchmarks.bad"].where == "params/mistakes.yaml line 15"
     assert "line 2: key 'golden_answers' is missing" in problems["eval.benchmarks.bad"].message
-    assert problems["eval.models"].where == "params/mistakes.yaml line 15" and "demonstrations" in \
-        problems["eval.models"].message
+    assert problems["rl.reward.rubric_weight"].where == "params/mistakes.yaml line 11" and "evidence chain" in \
+        problems["rl.reward.rubric_weight"].message
     # the CLI prints them all and exits 2; `searchlab run` refuses before any stage (no data folder appears)
     plan = run_cli(project, "plan", "--params", "params/mistakes.yaml", check=False)
     assert plan.returncode == 2 and "5 problem(s)" in plan.stderr
@@ -77,7 +78,8 @@ def test_five_mistakes_are_all_reported_in_one_run_with_key_and_line(tmp_path):
     found = preflight(load_params(project / "params/child.yaml"), Path("params/child.yaml"), project)
     where = {p.key: p.where for p in found.problems}
     assert where == {"qa.files.geo.path": "params/mistakes.yaml line 5", "rl.curriculum": "params/mistakes.yaml line 9",
-                     "eval.benchmarks.bad": "params/mistakes.yaml line 14", "eval.models": "params/mistakes.yaml line 15"}
+                     "eval.benchmarks.bad": "params/mistakes.yaml line 15",
+                     "rl.reward.rubric_weight": "params/mistakes.yaml line 11"}
 
 
 @pytest.mark.slow
