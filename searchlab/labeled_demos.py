@@ -28,7 +28,7 @@ from collections.abc import Sequence
 
 from searchlab.agent.protocol import DemoStep, instruction, render_demonstration
 from searchlab.retrieval.base import Hit, Retriever
-from searchlab.scoring import normalize_answer
+from searchlab.scoring import cover_exact_match, normalize_answer
 
 SEARCH_THINK = "I need to look this up."
 FOLLOW_UP_THINK = "That is not enough yet. I need to search for {title}."
@@ -61,12 +61,6 @@ def answer_as_written(text: str, answers: Sequence[str]) -> str | None:
     return None
 
 
-def contains_answer(text: str, answers: Sequence[str]) -> bool:
-    """Whether ``text``, normalised, holds a gold answer of ``answers`` on word boundaries."""
-    words = f" {normalize_answer(text)} "
-    return any(f" {normalize_answer(a)} " in words for a in answers if normalize_answer(a))
-
-
 def demonstration(steps: Sequence[DemoStep], answers: Sequence[str]) -> str | None:
     """The completion of searches ``steps`` (their hits retrieved), answering from the first passage of the last
     search that holds a gold answer, as the passage writes it; None when that search found none."""
@@ -95,11 +89,11 @@ def labeled_demonstrations(records: Sequence[dict], retriever: Retriever, topk: 
     plans: dict[int, list[DemoStep]] = {}
     follow_ups: dict[int, list[str]] = {}
     for i, record in enumerate(records):
-        if contains_answer(record["question"], record["answers"]):
+        if cover_exact_match(record["question"], record["answers"]):
             missed["answer_in_question"] += 1
             continue
         plans[i] = []
-        titles = [t for t in supporting_titles(record) if not contains_answer(t, record["answers"])]
+        titles = [t for t in supporting_titles(record) if not cover_exact_match(t, record["answers"])]
         follow_ups[i] = [record["question"], *titles[:MAX_FOLLOW_UPS]]
     completions: dict[int, str] = {}
     while pending := [i for i in plans if i not in completions and len(plans[i]) < len(follow_ups[i])]:
