@@ -426,6 +426,12 @@ class RolloutParams(Section):
                                                         "models that miscopy names and numbers; see 'Extractive "
                                                         "answers' in docs/methods/agent-protocol.md); `hf` engine "
                                                         "only")
+    decode_dtype: Literal["model", "bfloat16"] = Field(
+        "model", description="`model`: decode in the model's own weights; `bfloat16`: a float32 model on a CPU "
+                             "decodes with a bfloat16 copy of its weights (and keys and values), refreshed at each "
+                             "rollout; half the bytes a decode step reads, so faster on CPUs with AVX-512-BF16 or "
+                             "AMX (bench/smollm2_speed.py); episodes differ from float32 ones by rounding; `hf` "
+                             "engine only")
     engine: Literal["hf", "vllm"] = Field("hf", description="`hf`: the Hugging Face model (CPU or GPU) with continuous "
                                                             "batching over a KV cache kept across turns; `vllm`: a "
                                                             "vLLM engine with prefix caching (GPU machines with `vllm` "
@@ -488,6 +494,10 @@ class SFTParams(Section):
                                                             "relative to the project root")
     activation_checkpointing: bool | None = Field(None, description="recompute activations in the backward pass "
                                                                   "(less memory, more compute); null: on GPUs only")
+    cpu_bf16: bool = Field(False, description="on a CPU too, train under bfloat16 autocast (float32 weights and "
+                                              "optimizer, as on GPUs, where it is always on when they have "
+                                              "bfloat16): faster on CPUs with AMX or AVX-512-BF16 "
+                                              "(bench/smollm2_speed.py)")
     lora: LoraParams = Field(LoraParams(), description="LoRA adapters instead of full fine-tuning")
     registry_name: str = Field("searchlab-agent", description="MLflow registered model the trained folder becomes a "
                                                                "version of")
@@ -678,6 +688,10 @@ class GRPOTrainingParams(Section):
     accelerate_config: str | None = Field(None, description="an accelerate config file, relative to the root")
     activation_checkpointing: bool | None = Field(None, description="recompute activations in the backward pass "
                                                                   "(less memory, more compute); null: on GPUs only")
+    cpu_bf16: bool = Field(False, description="on a CPU too, train under bfloat16 autocast (float32 weights and "
+                                              "optimizer, as on GPUs, where it is always on when they have "
+                                              "bfloat16): faster on CPUs with AMX or AVX-512-BF16 "
+                                              "(bench/smollm2_speed.py)")
     lora: LoraParams = Field(LoraParams(), description="LoRA adapters for the policy (merged in before it is saved)")
     registry_name: str = Field("searchlab-agent", description="MLflow registered model the policy becomes a "
                                                                "version of")

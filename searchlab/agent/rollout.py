@@ -472,6 +472,8 @@ def rollout(
     :class:`_Batch`); ``False`` takes the turns together and re-reads every
     context each turn. All give the same greedy episodes up to floating-point
     rounding; sampled ones differ in the order random numbers are drawn.
+    ``params.decode_dtype`` ``bfloat16`` decodes a float32 model on a CPU with a
+    bfloat16 copy of its weights (:mod:`searchlab.agent.precision`).
     """
     import torch
 
@@ -517,7 +519,9 @@ def rollout(
         return results
     from searchlab.agent.continuous import play as play_continuously
     from searchlab.agent.continuous import supports as supports_continuous
+    from searchlab.agent.precision import decoding_model
 
+    model = decoding_model(model, params.decode_dtype)
     device = torch.device(model.device)
     cuda = [device.index or 0] if device.type == "cuda" else []
     continuous = reuse_cache and supports_continuous(model)

@@ -158,7 +158,8 @@ def grpo_config(rl: RLParams, checkpoint_dir: Path, save_total_limit: int | None
     report vLLM's sampling log-probabilities (:func:`searchlab.rl.grpo.trl_batch`)."""
     from trl import GRPOConfig
 
-    settings = trainer_settings(checkpoint_dir, rl.seed, rl.save_steps, rl.logging_steps, rl.activation_checkpointing)
+    settings = trainer_settings(checkpoint_dir, rl.seed, rl.save_steps, rl.logging_steps, rl.activation_checkpointing,
+                                rl.cpu_bf16)
     args = GRPOConfig(
         **{**settings, "save_total_limit": save_total_limit},
         max_steps=rl.steps, per_device_train_batch_size=rl.questions_per_step * rl.num_generations // rl.grad_accum,

@@ -110,10 +110,11 @@ class SearchGRPOTrainer(GRPOTrainer):
             # the loss pass scores the model's own tokens; the others (old or reference log-probabilities) every one
             scored = self._scored if self._scored is not None else attention_mask[:, -logits_to_keep:]
             rows = batch_size or input_ids.size(0)
-            parts = [scored_logps_and_entropies(model, input_ids[start:start + rows],
-                                                attention_mask[start:start + rows], scored[start:start + rows],
-                                                self.temperature, compute_entropy)
-                     for start in range(0, input_ids.size(0), rows)]
+            with self.accelerator.autocast():  # past the model's forward, which accelerate wrapped in autocast
+                parts = [scored_logps_and_entropies(model, input_ids[start:start + rows],
+                                                    attention_mask[start:start + rows], scored[start:start + rows],
+                                                    self.temperature, compute_entropy)
+                         for start in range(0, input_ids.size(0), rows)]
             result = (torch.cat([logps for logps, _ in parts]),
                       torch.cat([entropy for _, entropy in parts]) if compute_entropy else None, None)
         else:

@@ -14,11 +14,12 @@ log = logging.getLogger("searchlab.train")
 
 
 def trainer_settings(checkpoint_dir: Path, seed: int, save_steps: int, logging_steps: int,
-                     activation_checkpointing: bool | None = None) -> dict[str, Any]:
+                     activation_checkpointing: bool | None = None, cpu_bf16: bool = False) -> dict[str, Any]:
     """Keyword arguments for ``SFTConfig`` that SFT and pretraining share.
 
     Checkpoints keep optimizer, scheduler and RNG states (what makes a resume
-    exact), the two newest are kept; bf16 mixed precision on GPUs that have it.
+    exact), the two newest are kept; bf16 mixed precision on GPUs that have it, and on a CPU with ``cpu_bf16``
+    (autocast: weights and optimizer stay float32).
     Activation (gradient) checkpointing (TRL's default; ``activation_checkpointing`` None)
     saves GPU memory on a real model; on a CPU it is off unless asked for, as
     it only recomputes the forward pass there.
@@ -29,7 +30,7 @@ def trainer_settings(checkpoint_dir: Path, seed: int, save_steps: int, logging_s
     return dict(
         output_dir=str(checkpoint_dir), seed=seed, data_seed=seed, report_to=[], lr_scheduler_type="cosine",
         save_steps=save_steps, save_total_limit=2, save_only_model=False, logging_steps=logging_steps,
-        bf16=cuda and torch.cuda.is_bf16_supported(), use_cpu=not cuda, dataloader_num_workers=0,
+        bf16=torch.cuda.is_bf16_supported() if cuda else cpu_bf16, use_cpu=not cuda, dataloader_num_workers=0,
         activation_checkpointing=cuda if activation_checkpointing is None else activation_checkpointing,
         include_num_input_tokens_seen="non_padding",
     )
@@ -282,8 +283,10 @@ def make_trainer(seed: int, **kwargs):
             if (return_outputs or model is not self.accelerator.unwrap_model(model) or not plain_head_applies(model)
                     or not set(inputs) <= LOSS_INPUTS):
                 return transformers.Trainer.compute_loss(self, model, inputs, return_outputs, num_items_in_batch)
-            # the Trainer divides a model's loss by the accumulation steps itself unless the model takes the count
-            return labeled_loss(model, inputs, num_items_in_batch if self.model_accepts_loss_kwargs else None)
+            # the Trainer divides a model's loss by the accumulation steps itself unless the model takes the count;
+            # the backbone is called past the forward that accelerate wrapped in autocast, so autocast is entered here
+            with self.accelerator.autocast():
+                return labeled_loss(model, inputs, num_items_in_batch if self.model_accepts_loss_kwargs else None)
 
     if getattr(kwargs["args"], "padding_free", False):
         attend_within_rows(kwargs["model"])

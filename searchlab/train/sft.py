@@ -142,7 +142,7 @@ def train_sft(params: SFTParams, model, tokenizer, demos_jsonl: Path, out_dir: P
     resume = resume_point(checkpoint_dir)
     args = SFTConfig(
         **trainer_settings(checkpoint_dir, params.seed, params.save_steps, params.logging_steps,
-                           params.activation_checkpointing),
+                           params.activation_checkpointing, params.cpu_bf16),
         num_train_epochs=params.epochs, max_steps=params.max_steps,
         per_device_train_batch_size=params.batch_size, per_device_eval_batch_size=params.batch_size,
         gradient_accumulation_steps=params.grad_accum, learning_rate=params.learning_rate,

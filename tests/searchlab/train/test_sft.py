@@ -116,6 +116,21 @@ def test_training_learns_and_a_resumed_run_ends_with_the_same_model(demos, base_
         assert torch.allclose(x, y, atol=1e-5), name
 
 
+def test_cpu_bf16_trains_under_bfloat16_autocast_and_keeps_float32_weights(demos, base_model, tmp_path):
+    model, tokenizer = load_model(str(base_model))
+    seen = set()
+    hook = model.lm_head.register_forward_hook(lambda module, args, out: seen.add(out.dtype) if module.training
+                                               else None)
+    figures = train_sft(_params(max_steps=4, cpu_bf16=True, eval_steps=100), model, tokenizer, demos[0],
+                        tmp_path / "out", tmp_path / "ckpt")
+    hook.remove()
+    assert seen == {torch.bfloat16} and figures["steps"] == 4  # the training forwards ran in bfloat16
+    trained, _ = load_model(str(tmp_path / "out"))
+    assert {p.dtype for p in trained.parameters()} == {torch.float32}
+    fresh, _ = load_model(str(base_model))
+    assert any(not torch.equal(a, b) for a, b in zip(trained.parameters(), fresh.parameters()))
+
+
 def test_resume_skips_and_deletes_checkpoints_a_crash_left_half_written(demos, base_model, tmp_path, caplog):
     ckpt = tmp_path / "ckpt"
     model, tokenizer = load_model(str(base_model))
