@@ -134,6 +134,9 @@ def main() -> None:
     print("bounds:", json.dumps(figures["bounds"]), flush=True)
     if "rollout" in args.parts:
         questions = held_out(data, args.questions)
+        if not questions:
+            sys.exit(f"smollm2_speed.py: no held-out questions in {data}/benchmarks/world-*.jsonl "
+                     "(run `searchlab run benchmarks`)")
         with open_retriever(params.retriever, data / "index") as retriever:
             for decode_dtype in ("model", "bfloat16"):
                 for batch in args.batches:

@@ -69,6 +69,7 @@ from typing import Literal
 
 from searchlab.corpus.importers import split_contents
 from searchlab.retrieval.base import Hit, Retriever
+from searchlab.scoring import normalize_answer
 
 # ---------------------------------------------------------------- tags
 
@@ -91,7 +92,10 @@ _INFORMATION_LEAD = _INFORMATION_TRAIL = "\n\n"
 INFORMATION_PREFIX = _INFORMATION_LEAD + INFORMATION_OPEN
 INFORMATION_SUFFIX = INFORMATION_CLOSE + _INFORMATION_TRAIL
 
-#: Appended after a turn that neither searched nor answered (Search-R1's corrective idea, our words).
+#: Appended after a turn that neither searched nor answered (Search-R1's corrective idea, our words). A model that
+#: cannot search yet copies what sits between the tags here and in the instruction as its query, whatever it is
+#: (measured on SmolLM2: "query" here, "and" for "between <search> and </search>"; docs/results/own-data.md), so
+#: the wording keeps Search-R1's placeholder and :func:`copies_the_prompt` counts the copies.
 INVALID_ACTION_MESSAGE = (
     "That action was invalid. To search, write <search> query </search>. "
     "To give the final answer, write <answer> answer </answer>. "
@@ -130,6 +134,14 @@ def instruction(question: str) -> str:
         "</answer> without detailed explanation, for example <answer> Beijing </answer>.\n"
         f"Question: {question.strip()}\n"
     )
+
+
+def copies_the_prompt(query: str) -> bool:
+    """Whether ``query`` is made only of words of the instruction's or the correction message's own text (the
+    question left out), normalised as answers are: a query with nothing of the question in it, such as the
+    placeholder "query" that a model which cannot search yet copies from a protocol example."""
+    words = normalize_answer(query).split()
+    return bool(words) and all(word in _PROMPT_WORDS for word in words)
 
 
 def proposer_instruction(answer: str) -> str:
@@ -795,3 +807,10 @@ def parse_trajectory(text: str) -> Trajectory:
     else:
         add_text(len(text))
     return Trajectory(text, tuple(segments), tuple(problems))
+
+
+def _prompt_words() -> frozenset[str]:
+    return frozenset(normalize_answer(instruction("") + " " + INVALID_ACTION_MESSAGE).split())
+
+
+_PROMPT_WORDS = _prompt_words()

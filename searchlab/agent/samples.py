@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from searchlab.agent.protocol import parse_trajectory
+from searchlab.agent.protocol import copies_the_prompt, parse_trajectory
 from searchlab.agent.rollout import Rollout, rollout
 from searchlab.jsonl import write_jsonl
 from searchlab.scoring import exact_match
@@ -46,33 +46,47 @@ def found_evidence(episode: Rollout, evidence: Sequence[str] | None) -> bool | N
     return set(evidence) <= seen
 
 
-def protocol_rates(episodes: Sequence[Rollout], questions: Sequence[dict]) -> dict[str, float]:
-    """Shares of episodes that searched, were well-formed end to end, found the evidence, answered, and got EM.
+def protocol_shares(episodes: Sequence[Rollout]) -> dict[str, float]:
+    """How ``episodes`` used the protocol, whatever their questions: shares that searched, were well-formed end to
+    end and answered, the mean searches per episode, invalid actions per turn, and the share of searches whose
+    query is one word of the prompt's own text (:func:`~searchlab.agent.protocol.copies_the_prompt`).
 
     ``well_formed``: the whole trajectory parses without a single problem
-    (:meth:`~searchlab.agent.protocol.Trajectory.problems`) and has at least one
-    search. ``found_evidence``: the searches returned every evidence passage
-    (``question["evidence"]``), among the questions whose evidence is known (left out when none's is). Also the
-    mean searches per episode and invalid actions per turn.
+    (:meth:`~searchlab.agent.protocol.Trajectory.problems`) and has at least one search.
+    """
+    n = len(episodes)
+    turns = sum(e.turns for e in episodes)
+    queries = [query for e in episodes for query in e.searches]
+
+    def share(flags) -> float:
+        return round(sum(flags) / n, 4) if n else 0.0
+
+    return {
+        "searched": share(bool(e.searches) for e in episodes),
+        "well_formed": share(bool(e.searches) and not parse_trajectory(e.completion).problems() for e in episodes),
+        "answered": share(e.answer is not None for e in episodes),
+        "mean_searches": round(len(queries) / n, 3) if n else 0.0,
+        "invalid_action_rate": round(sum(e.invalid_actions for e in episodes) / turns, 4) if turns else 0.0,
+        "prompt_copied_queries": round(sum(map(copies_the_prompt, queries)) / len(queries), 4) if queries else 0.0,
+    }
+
+
+def protocol_rates(episodes: Sequence[Rollout], questions: Sequence[dict]) -> dict[str, float]:
+    """:func:`protocol_shares`, the share that found the evidence and the share that got EM.
+
+    ``found_evidence``: the searches returned every evidence passage
+    (``question["evidence"]``), among the questions whose evidence is known (left out when none's is).
     """
     n = len(episodes)
     if n == 0 or n != len(questions):
         raise ValueError(f"got {n} episodes for {len(questions)} questions")
-    turns = sum(e.turns for e in episodes)
-
-    def share(flags) -> float:
-        return round(sum(flags) / n, 4)
-
     found = [found_evidence(e, q.get("evidence")) for e, q in zip(episodes, questions)]
     known = [flag for flag in found if flag is not None]
     return {
-        "searched": share(bool(e.searches) for e in episodes),
-        "well_formed": share(bool(e.searches) and not parse_trajectory(e.completion).problems() for e in episodes),
+        **protocol_shares(episodes),
         **({"found_evidence": round(sum(known) / len(known), 4)} if known else {}),
-        "answered": share(e.answer is not None for e in episodes),
-        "exact_match": share(exact_match(e.answer or "", q["answers"]) for e, q in zip(episodes, questions)),
-        "mean_searches": round(sum(len(e.searches) for e in episodes) / n, 3),
-        "invalid_action_rate": round(sum(e.invalid_actions for e in episodes) / turns, 4) if turns else 0.0,
+        "exact_match": round(sum(exact_match(e.answer or "", q["answers"])
+                                 for e, q in zip(episodes, questions)) / n, 4),
     }
 
 

@@ -86,7 +86,7 @@ import torch
 from searchlab.agent.extractive import constrained_start
 from searchlab.agent.replay import continued, prefix_through_search, replay
 from searchlab.agent.rollout import Rollout, rollout
-from searchlab.agent.samples import trajectory_record
+from searchlab.agent.samples import protocol_shares, trajectory_record
 from searchlab.jsonl import write_jsonl
 from searchlab.params import RLParams, RolloutParams
 from searchlab.rl.curriculum import Curriculum
@@ -429,16 +429,18 @@ class SearchEpisodes:
 
 
 def episode_metrics(batch: StepBatch) -> dict[str, float]:
-    """Means over a step's episodes: reward parts, EM, format rate, searches, turns, answered and hack shares."""
+    """Means over a step's episodes: reward parts, EM, format rate, searches, turns, answered and hack shares, and
+    the well-formed and prompt-copied shares of :func:`~searchlab.agent.samples.protocol_shares`."""
     n = len(batch.episodes)
     rewards, episodes = batch.rewards, batch.episodes
 
     def mean(values) -> float:
         return float(sum(values)) / n if n else 0.0
 
-    shares = [r.evidence_share for r in rewards if r.evidence_share is not None]
+    evidence = [r.evidence_share for r in rewards if r.evidence_share is not None]
+    shares = protocol_shares(episodes)
     return {
-        "episode/evidence_share": sum(shares) / len(shares) if shares else 0.0,
+        "episode/evidence_share": sum(evidence) / len(evidence) if evidence else 0.0,
         "episode/evidence_credit": mean(r.evidence for r in rewards),
         "episode/outcome": mean(r.outcome for r in rewards),
         "episode/format_ok": mean(r.format == 0 for r in rewards),
@@ -449,6 +451,9 @@ def episode_metrics(batch: StepBatch) -> dict[str, float]:
         "episode/searches": mean(len(e.searches) for e in episodes),
         "episode/turns": mean(e.turns for e in episodes),
         "episode/generated_tokens": mean(e.generated_tokens for e in episodes),
+        # the protocol as evaluation parses it, whatever the reward paid for it
+        "episode/well_formed": shares["well_formed"],
+        "episode/prompt_copied_queries": shares["prompt_copied_queries"],
     }
 
 

@@ -23,7 +23,7 @@ from searchlab.agent import (
     render_demonstration,
     step,
 )
-from searchlab.agent.protocol import CITE_CLOSE, CITE_OPEN, citations, cite_tag, cited_passages
+from searchlab.agent.protocol import CITE_CLOSE, CITE_OPEN, citations, cite_tag, cited_passages, copies_the_prompt
 from searchlab.retrieval.base import Hit
 from tests.toyworld import counting_bm25
 
@@ -52,6 +52,7 @@ def test_instruction_explains_the_protocol_and_ends_with_the_question():
         assert tag in prompt
     assert "<question>" not in prompt
     assert "<search> query </search>" in prompt and "<answer> Beijing </answer>" in prompt
+    assert copies_the_prompt(" Query") and not copies_the_prompt("Hamlet") and not copies_the_prompt("")
     assert len(prompt.split()) < 100  # tiny models read it on every example
 
 

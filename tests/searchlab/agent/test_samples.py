@@ -35,8 +35,17 @@ def test_protocol_rates_count_each_property_separately():
     assert rates["well_formed"] == two_thirds  # WRONG has no <think>, which the protocol tolerates
     assert rates["found_evidence"] == third and rates["exact_match"] == third
     assert rates["mean_searches"] == round(2 / 3, 3) and rates["invalid_action_rate"] == round(2 / 6, 4)
+    assert rates["prompt_copied_queries"] == 0.0
     with pytest.raises(ValueError, match="2 episodes for 3 questions"):
         protocol_rates([GOOD, WRONG], QUESTIONS)
+
+
+def test_a_query_made_only_of_the_prompt_s_words_counts_as_copied():
+    searches = [" Query ", "the search query", "query Kelmora"]
+    copier = Rollout("q", "p", completion="".join(f"<search>{s}</search>{INFO}" for s in searches),
+                     searches=searches, retrieved=[["k-0"], ["k-1"], ["k-2"]], turns=3)
+    rates = protocol_rates([copier, GOOD], QUESTIONS[:2])
+    assert rates["prompt_copied_queries"] == 0.5  # two of four copy the prompt; "query Kelmora" searches
 
 
 def test_evidence_must_all_be_found_across_searches():

@@ -91,6 +91,8 @@ def test_a_reward_for_two_searches_raises_the_search_count(world, tokenizer, sea
     print(f"searches: {before:.2f} before, {after:.2f} after; by step {[round(s, 2) for s in searches]}")
     assert len(searches) == rl.steps
     assert after > before + 0.3
+    well_formed = [row["episode/well_formed"] for row in trainer.state.log_history if "episode/well_formed" in row]
+    assert len(well_formed) == rl.steps and all(0 <= share <= 1 for share in well_formed)
 
 
 @pytest.mark.slow
