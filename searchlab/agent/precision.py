@@ -1,8 +1,9 @@
 """Decoding a float32 model in bfloat16 on a CPU (``rollout.decode_dtype: bfloat16``).
 
-A decode step reads every weight once, and every cached key and value: on a
-CPU it is bound by memory bandwidth, so halving the bytes nearly halves the
-step. Training keeps float32 weights (a bfloat16 weight cannot take a 1e-5
+A decode step reads every weight once, and every cached key and value, so
+halving the bytes could nearly halve a bandwidth-bound step. For SmolLM2 on
+two cores it did not: the real rollouts ran 8-13% slower than in float32
+(bench/smollm2_speed.py, docs/results/smollm2.md), so it is off by default. Training keeps float32 weights (a bfloat16 weight cannot take a 1e-5
 update), so the rollout decodes with a bfloat16 *copy*: made once per model,
 its weights refreshed from the model's at every rollout (a copy of 135M
 weights takes a fraction of a second, a rollout tens of seconds). Buffers (the
