@@ -8,7 +8,7 @@ A model that cannot search yet copies what the instruction or the environment's 
 SmolLM2 zero-shot queried the literal word "query" of ``<search> query </search>``. This rolls ``--model`` out on
 ``--questions`` held-out world questions (``<data>/benchmarks/world-*.jsonl``), sampled at the RL temperature
 (``--temperature``, the profile's ``rl.temperature`` by default) with the profile's ``rollout`` params, using the
-protocol of the checkout ``--code`` (default: this one). A query counts as copied when every word of it (normalised
+protocol of the checkout ``--code`` (default: this one), with ``--prefill`` opening the first turn if given. A query counts as copied when every word of it (normalised
 as answers are) is a word of that checkout's instruction or correction message, the question left out. Prints a
 JSON line: the shares that searched, were well-formed and answered, the searches made, the share copied, and the
 most frequent queries.
@@ -33,6 +33,8 @@ def main() -> None:
     parser.add_argument("--code", type=Path, default=ROOT, help="the checkout whose protocol (wording) to use")
     parser.add_argument("--questions", type=int, default=64)
     parser.add_argument("--temperature", type=float, help="default: the profile's rl.temperature")
+    parser.add_argument("--prefill", choices=["none", "think", "search"], help="default: the profile's "
+                        "rollout.prefill (this checkout's protocol only)")
     args = parser.parse_args()
     sys.path[:0] = [str(args.code), str(ROOT / "bench")]
 
@@ -47,6 +49,8 @@ def main() -> None:
     params = load_params(ROOT / args.params)
     temperature = params.rl.temperature if args.temperature is None else args.temperature
     settings = params.rollout.model_copy(update={"temperature": temperature, "seed": params.rl.seed})
+    if args.prefill is not None:
+        settings = settings.model_copy(update={"prefill": args.prefill})
     questions = held_out(args.data, args.questions)
     if not questions:
         sys.exit(f"prompt_copying.py: no held-out questions in {args.data}/benchmarks/world-*.jsonl")
@@ -60,6 +64,7 @@ def main() -> None:
     n = len(episodes)
     print(json.dumps({
         "code": str(args.code), "model": str(args.model), "episodes": n, "temperature": temperature,
+        "prefill": getattr(settings, "prefill", "none"),
         "searched": round(sum(bool(e.searches) for e in episodes) / n, 3),
         "well_formed": round(sum(bool(e.searches) and not parse_trajectory(e.completion).problems()
                                  for e in episodes) / n, 3),

@@ -426,6 +426,12 @@ class RolloutParams(Section):
                                                         "models that miscopy names and numbers; see 'Extractive "
                                                         "answers' in docs/methods/agent-protocol.md); `hf` engine "
                                                         "only")
+    prefill: Literal["none", "think", "search"] = Field(
+        "none", description="an opening tag the environment writes at the start of the model's first turn, which "
+                            "the model continues (TinyZero's and Search-R1's base-model templates open `<think>`): "
+                            "`none`, `think` (`<think>`) or `search` (`<search>`, so the first turn is a search). "
+                            "Never trained on (an environment token), the same in training and evaluation; for RL "
+                            "straight from a pretrained model that does not follow the protocol yet")
     decode_dtype: Literal["model", "bfloat16"] = Field(
         "model", description="`model`: decode in the model's own weights; `bfloat16`: a float32 model on a CPU "
                              "decodes with a bfloat16 copy of its weights (and keys and values), refreshed at each "
@@ -536,7 +542,9 @@ class RewardParams(Section):
     format_weight: float = Field(1.0, ge=0, description="scales `graded` format credit (its parts beside the "
                                                         "outcome: +0.2, −0.2, +0.1) and `search_bonus`")
     search_bonus: float = Field(0.0, ge=0, description="R1-Searcher's stage-1 credit: added when the episode ran at "
-                                                       "least one search, whatever the answer; 0: off")
+                                                       "least one search for more than the prompt's own words (a "
+                                                       "copied placeholder such as \"query\" earns none), whatever "
+                                                       "the answer; 0: off")
     fade_steps: int | None = Field(None, ge=1, description="`graded` format credit and `search_bonus` fall linearly "
                                                            "to 0 over this many steps, leaving the outcome alone "
                                                            "(R1-Searcher's stage 2); null: they stay")

@@ -187,7 +187,8 @@ def play(model: Any, retriever: Retriever, rollouts: list[Rollout], slots: int, 
     from searchlab.agent.protocol import step
     from searchlab.agent.rollout import _RecordingRetriever
 
-    pending = [list(r.prompt_ids) for r in rollouts]  # per episode: tokens the cache has not read yet
+    # per episode: tokens the cache has not read yet (the prompt, and a prefilled tag)
+    pending = [r.prompt_ids + r.completion_ids for r in rollouts]
     turn: list[list[int]] = [[] for _ in rollouts]  # per episode: this turn's generated ids
     turn_start = [len(p) for p in pending]  # per episode: the cache length where this turn's tokens begin
     ended_at = [0] * len(rollouts)  # per episode: the step its last turn ended

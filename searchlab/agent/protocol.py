@@ -80,6 +80,9 @@ ANSWER_OPEN, ANSWER_CLOSE = "<answer>", "</answer>"
 QUESTION_OPEN, QUESTION_CLOSE = "<question>", "</question>"  # the self-play proposer's final action
 CITE_OPEN, CITE_CLOSE = "<cite>", "</cite>"  # citations (see the module docstring); not special tokens
 
+#: What ``rollout.prefill`` writes at the start of the model's first turn (an environment token, never trained on).
+PREFILLS: dict[str, str] = {"none": "", "think": THINK_OPEN, "search": SEARCH_OPEN}
+
 #: The ten tag strings, in open/close pairs; a tokenizer adds them as special tokens.
 SPECIAL_TOKENS: tuple[str, ...] = (
     THINK_OPEN, THINK_CLOSE, SEARCH_OPEN, SEARCH_CLOSE,

@@ -64,6 +64,7 @@ from searchlab.agent.extractive import ExtractiveAnswers, answer_sources
 from searchlab.agent.protocol import (
     ANSWER_CLOSE,
     ANSWER_OPEN,
+    PREFILLS,
     QUESTION_CLOSE,
     SEARCH_CLOSE,
     instruction,
@@ -408,10 +409,11 @@ def _reusable(cache: Any, width: int) -> bool:
     return cache.get_seq_length() == width - 1
 
 
-def _cut_turn(tokenizer: Any, ids: list[int], eos_ids: list[int], answer_opened: bool = False):
+def _cut_turn(tokenizer: Any, ids: list[int], eos_ids: list[int], answer_opened: bool = False, opened: str = ""):
     """(kept ids, their text, the action): the turn up to its first stop string, at a token boundary.
 
-    ``answer_opened``: the turn continues an ``<answer>`` its prompt opened (see ``force_answer``).
+    ``answer_opened``: the turn continues an ``<answer>`` its prompt opened (see ``force_answer``). ``opened``:
+    the tag the environment prefilled before the turn (``rollout.prefill``), read as the turn's start.
     """
     text = _decode(tokenizer, ids)
     ends = [text.find(s) + len(s) for s in STOP_STRINGS if s in text]
@@ -425,7 +427,7 @@ def _cut_turn(tokenizer: Any, ids: list[int], eos_ids: list[int], answer_opened:
         ids = ids[:keep]
         text = _decode(tokenizer, ids)
     body = _decode(tokenizer, ids[:-1]) if ids and ids[-1] in eos_ids else text
-    return ids, text, parse_action(body, answer_opened)
+    return ids, text, parse_action(opened + body, answer_opened)
 
 
 def rollout(
@@ -474,6 +476,10 @@ def rollout(
     rounding; sampled ones differ in the order random numbers are drawn.
     ``params.decode_dtype`` ``bfloat16`` decodes a float32 model on a CPU with a
     bfloat16 copy of its weights (:mod:`searchlab.agent.precision`).
+
+    ``params.prefill`` (not with ``force_answer``) starts each completion with an
+    opening tag (:data:`~searchlab.agent.protocol.PREFILLS`) that the first turn
+    continues: environment ids (``env_mask`` 1), read with the turn as its start.
     """
     import torch
 
@@ -505,16 +511,20 @@ def rollout(
         prompt = prompts[i] if prompts is not None else agent_prompt(tokenizer, question)
         if force_answer:
             prompt += ANSWER_OPEN
-        results.append(Rollout(question, prompt, prompt_ids=encode_prompt(tokenizer, prompt),
-                               logprobs=[] if is_vllm(model) else None))
+        episode = Rollout(question, prompt, prompt_ids=encode_prompt(tokenizer, prompt),
+                          logprobs=[] if is_vllm(model) else None)
+        if PREFILLS[params.prefill] and not force_answer:
+            _prefill(tokenizer, episode, PREFILLS[params.prefill])
+        results.append(episode)
     limit = context_limit(model)
     # a prompt with no room for one turn is cut off before it starts: never feed the model past its positions
-    playing = [r for r in results if has_room(len(r.prompt_ids), params, limit)]
+    playing = [r for r in results if has_room(len(r.prompt_ids) + len(r.completion_ids), params, limit)]
 
     if is_vllm(model):
         for start in range(0, len(playing), params.batch_size):
             chunk = playing[start:start + params.batch_size]
-            batch = _VLLMBatch(model, [r.prompt_ids for r in chunk], params, eos_ids, first_seed=params.seed + start)
+            contexts = [r.prompt_ids + r.completion_ids for r in chunk]
+            batch = _VLLMBatch(model, contexts, params, eos_ids, first_seed=params.seed + start)
             _run_chunk(batch, tokenizer, retriever, chunk, params, eos_ids, count_tokens, None, force_answer, limit)
         return results
     from searchlab.agent.continuous import play as play_continuously
@@ -536,8 +546,8 @@ def rollout(
             return results
         for start in range(0, len(playing), params.batch_size):
             chunk = playing[start:start + params.batch_size]
-            batch = _Batch(model, criterion, generate_kwargs, [r.prompt_ids for r in chunk], pad_id, reuse_cache,
-                           limit)
+            contexts = [r.prompt_ids + r.completion_ids for r in chunk]
+            batch = _Batch(model, criterion, generate_kwargs, contexts, pad_id, reuse_cache, limit)
             _run_chunk(batch, tokenizer, retriever, chunk, params, eos_ids, count_tokens, extractive, force_answer,
                        limit)
     return results
@@ -595,11 +605,20 @@ def _turn_ends(tokenizer: Any, eos_ids: list[int]):
     return ends
 
 
+def _prefill(tokenizer: Any, r: Rollout, tag: str) -> None:
+    """Open ``r``'s first turn with ``tag`` as environment text: in the completion (so the protocol reads it as the
+    model's) and in the ids the model continues, masked from every loss."""
+    ids = encode_completion(tokenizer, tag)
+    r.completion, r.completion_ids, r.env_mask = tag, list(ids), [1] * len(ids)
+
+
 def _finish_turn(tokenizer: Any, r: Rollout, generated: list[int], eos_ids: list[int], answer_opened: bool,
                  reported: list[float] | None = None):
     """Record a model turn into ``r``: the turn cut at its first stop string (:func:`_cut_turn`) and what it did.
     Returns ``(kept ids, action)``. ``reported``: the engine's log-probabilities of the generated tokens."""
-    ids, text, action = _cut_turn(tokenizer, generated, eos_ids, answer_opened)
+    # the first turn continues the prefilled tag, which is all the completion holds before it
+    opened = r.completion if r.turns == 0 else ""
+    ids, text, action = _cut_turn(tokenizer, generated, eos_ids, answer_opened, opened)
     r.completion += text
     r.completion_ids += ids
     r.env_mask += [0] * len(ids)

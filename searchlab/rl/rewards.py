@@ -14,7 +14,8 @@
   +0.1 for an ill-formed one that still answered, 0 otherwise, times
   ``format_weight`` (so with weight 1 the totals are 1.0 / 0.8 / 0.2 / 0.1 /
   0); plus ``search_bonus`` when the episode ran a search (R1-Searcher's stage
-  1). Both fade to 0 over ``fade_steps`` (:func:`fade`), leaving the outcome;
+  1) for more than the prompt's own words (a copied placeholder such as
+  "query" earns none). Both fade to 0 over ``fade_steps`` (:func:`fade`), leaving the outcome;
 * ``evidence`` is ``evidence_bonus`` when the episode's searches retrieved every
   gold passage (evaluation's notion, :func:`searchlab.agent.samples.found_evidence`),
   else 0 (a bonus of 0 turns it off), plus ``evidence_share`` times the share of
@@ -57,7 +58,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from searchlab.agent.protocol import parse_trajectory
+from searchlab.agent.protocol import copies_the_prompt, parse_trajectory
 from searchlab.agent.rollout import Rollout
 from searchlab.params import RewardParams
 from searchlab.rl.rubric import rubric_score
@@ -176,7 +177,7 @@ def reward(
         if not episode.finished:
             problems.append("cut off at max_turns")
         invalid = episode.invalid_actions
-        searched = bool(episode.retrieved)
+        searched = _searched_the_question(episode.searches[:len(episode.retrieved)])  # the searches that ran
     elif isinstance(episode, str):
         if wants_evidence:
             raise ValueError("an evidence bonus needs the retrieved passage ids: pass the Rollout, not its text")
@@ -185,7 +186,7 @@ def reward(
         trajectory = parse_trajectory(episode)
         answer = trajectory.answer
         invalid = sum(s.kind == "feedback" for s in trajectory.segments)
-        searched = bool(trajectory.searches)
+        searched = _searched_the_question(trajectory.searches)
     else:
         raise TypeError(f"episode must be a Rollout or a completion str, got {type(episode).__name__}")
     if answer is None or not answer.strip():
@@ -214,6 +215,13 @@ def reward(
     mixed = c_grpo_outcome(outcome, rubric, params.rubric_weight)
     return RewardBreakdown(mixed + format_part + evidence, outcome, format_part, evidence, None, tuple(problems),
                            rubric, share)
+
+
+def _searched_the_question(queries: Sequence[str]) -> bool:
+    """Whether a search earns ``search_bonus``: one of ``queries`` holds a word beyond the prompt's own. Measured on
+    SmolLM2 from base: the bonus otherwise pays for the placeholder "query" copied from the instruction, and that
+    was all the spread its groups had (docs/results/own-data.md)."""
+    return any(not copies_the_prompt(query) for query in queries)
 
 
 def format_credit(params: RewardParams, well_formed: bool, answered: bool, right: bool, searched: bool,

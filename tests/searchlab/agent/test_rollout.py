@@ -24,6 +24,7 @@ from searchlab.agent import (
     INFORMATION_OPEN,
     INVALID_ACTION_FEEDBACK,
     INVALID_ACTION_MESSAGE,
+    PREFILLS,
     environment_spans,
     instruction,
     parse_trajectory,
@@ -224,6 +225,33 @@ def test_chunks_of_batch_size_give_the_same_episodes(model, tok, bm25):
     assert [r.answer for r in big] == ["Tokyo", "Alexander Fleming", "Warsaw", "Mount Everest", "Oslo"]
     for r in big:
         check_invariants(r, tok)
+
+
+@pytest.mark.parametrize("prefill, first_turn", [
+    ("think", "I will look it up.</think>\n<search>who discovered penicillin</search>"),
+    ("search", "who discovered penicillin</search>"),
+])
+def test_a_prefilled_tag_opens_the_first_turn_as_environment_text(model, tok, bm25, monkeypatch, prefill, first_turn):
+    penicillin = QUESTIONS[1]
+    monkeypatch.setitem(SCRIPTS, penicillin, [first_turn, SCRIPTS[penicillin][1]])  # turns that continue the tag
+    scripted = Scripted(model, tok)
+    p = params(prefill=prefill)
+    [r] = rollout(scripted, tok, bm25, [penicillin], p)
+    assert scripted.saw_exactly_the_episodes([r])  # the model continued the prompt and the tag
+
+    tag = PREFILLS[prefill]
+    block = expected_block(bm25, "who discovered penicillin", p, tok)
+    assert r.completion == tag + first_turn + block + SCRIPTS[penicillin][1]
+    assert (r.searches, r.answer, r.turns) == (["who discovered penicillin"], "Alexander Fleming", 2)
+    assert parse_trajectory(r.completion).problems() == []  # the protocol reads the tag as the turn's start
+    tag_ids = encode_completion(tok, tag)
+    assert r.completion_ids[:len(tag_ids)] == tag_ids and r.env_mask[:len(tag_ids)] == [1] * len(tag_ids)
+    assert r.env_mask[len(tag_ids)] == 0 and r.generated_tokens == r.env_mask.count(0)  # never trained on
+    assert decode(tok, r.completion_ids) == r.completion
+
+    # force_answer (the one-turn baselines) opens <answer> itself: no prefill there
+    [forced] = rollout(Scripted(model, tok), tok, bm25, [QUESTIONS[0]], p, force_answer=True)
+    assert forced.prompt.endswith("<answer>") and set(forced.env_mask) == {0}
 
 
 def test_custom_prompts_are_used_as_given(model, tok, bm25):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from searchlab.agent import INVALID_ACTION_FEEDBACK, DemoStep, Rollout, information_block, render_demonstration
@@ -291,3 +293,14 @@ def test_the_search_bonus_pays_an_episode_that_searched_and_a_hack_keeps_no_cred
     assert reward(unsearched, ["Paris"], params=bonus).total == pytest.approx(0.2)
     hacked = reward(episode(demo("Paris or London"), "Paris or London"), ["Paris"], params=bonus)
     assert hacked.hack and hacked.total == 0.0  # a candidate list earns nothing, not even for its form
+
+
+def test_a_search_that_copies_the_prompt_s_placeholder_earns_no_bonus():
+    bonus = RewardParams(format_credit="graded", search_bonus=0.5)
+    copied = dataclasses.replace(episode("<search> query </search>", None), searches=["query"])
+    assert reward(copied, ["Paris"], params=bonus).total == 0.0  # no answer, and "query" is the instruction's word
+    searched = dataclasses.replace(copied, searches=["query", "capital of France"], retrieved=[["paris"], ["x"]])
+    assert reward(searched, ["Paris"], params=bonus).total == pytest.approx(0.5)
+    # read from the text, as from the Rollout
+    assert reward("<search> query </search>", ["Paris"], params=bonus).total == 0.0
+    assert reward("<search> france </search>", ["Paris"], params=bonus).total == pytest.approx(0.5)
