@@ -5,7 +5,7 @@
         --compare warm/agent:base/rag --set eval.benchmarks.single.sample=30
 
 Run by hand on a built project. Every ``--model NAME=FOLDER[:SYSTEMS]`` (systems comma-separated, default
-``agent``) is evaluated by the evaluate stage's code (``searchlab.eval.run.run_evaluation``) on the profile's
+``agent``) is evaluated by the evaluate stage's code (``bench/rl_ablation.py``'s ``evaluate_agents``) on the profile's
 benchmarks (built-in suites and ``eval.benchmarks`` files, with their samples), with its ``rollout`` params and
 retriever (its ``report.md`` per benchmark: every model paired against each earlier one on a system they share).
 Prints each model and system's EM over all benchmarks pooled, with its bootstrap 95% interval, and the pooled
@@ -57,14 +57,13 @@ def main() -> None:
     parser.add_argument("--set", dest="overrides", action="append", default=[], help="KEY=VALUE params override")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
-    sys.path.insert(0, str(ROOT))
+    sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
+    from rl_ablation import evaluate_agents  # the same evaluation as the ablation's (bench/ is on the path)
     from searchlab.eval.metrics import compare, summarize
-    from searchlab.eval.run import run_evaluation
-    from searchlab.model import load_agent
     from searchlab.params import load_params
     from searchlab.retrieval import open_retriever
-    from tasks.evaluate import load_benchmarks, torch_threads
+    from tasks.evaluate import torch_threads
 
     p = load_params(ROOT / args.params, args.overrides)
     data = ROOT / p.runtime.data_dir
@@ -76,13 +75,10 @@ def main() -> None:
     for pair in args.compare:
         if any(key not in keys for key in pair.split(":")):
             sys.exit(f"bench/evaluate_folders.py: --compare {pair}: expected two of {', '.join(keys)}")
-    loaders = {name: (lambda folder=folder: load_agent(str(folder), p.model, p.rollout))
-               for name, folder, _ in args.models}
-    benchmarks = load_benchmarks(p.eval, data / "benchmarks", ROOT)
     with torch_threads(p.eval.threads), open_retriever(p.retriever, data / "index") as retriever:
-        run_evaluation(loaders, {name: systems for name, _, systems in args.models}, benchmarks, retriever,
-                       p.rollout, out, out / "shards", p.eval.resamples, p.eval.seed,
-                       progress=logging.getLogger("eval").info, sampling=p.eval.sampling)
+        results = evaluate_agents(p, {name: folder for name, folder, _ in args.models}, retriever, out,
+                                  {name: systems for name, _, systems in args.models})
+    benchmarks = list(results["benchmarks"])
     pooled = pooled_records(out, keys)
     lines = [f"All {len(benchmarks)} benchmarks pooled ({', '.join(benchmarks)}); bootstrap 95% intervals.", "",
              "| model / system | questions | EM | 95% interval |", "|---|---:|---:|---|"]

@@ -8,10 +8,10 @@ A model that cannot search yet copies what the instruction or the environment's 
 SmolLM2 zero-shot queried the literal word "query" of ``<search> query </search>``. This rolls ``--model`` out on
 ``--questions`` held-out world questions (``<data>/benchmarks/world-*.jsonl``), sampled at the RL temperature
 (``--temperature``, the profile's ``rl.temperature`` by default) with the profile's ``rollout`` params, using the
-protocol of the checkout ``--code`` (default: this one), with ``--prefill`` opening the first turn if given. A query counts as copied when every word of it (normalised
-as answers are) is a word of that checkout's instruction or correction message, the question left out. Prints a
-JSON line: the shares that searched, were well-formed and answered, the searches made, the share copied, and the
-most frequent queries.
+protocol of the checkout ``--code`` (default: this one), the first turn opened by ``--prefill`` if given. A query
+counts as copied when every word of it (normalised as answers are) is a word of that checkout's instruction or
+correction message, the question left out. Prints a JSON line: the shares that searched, were well-formed and
+answered, the searches made, the share copied, and the most frequent queries.
 """
 
 from __future__ import annotations

@@ -99,9 +99,11 @@ def train_row(name: str, overrides: list[str], args, out: Path, retriever) -> di
     return figures
 
 
-def evaluate_agents(p, folders: dict[str, Path], retriever, out: Path, systems: tuple[str, ...] = ("agent",)) -> dict:
+def evaluate_agents(p, folders: dict[str, Path], retriever, out: Path,
+                    systems: tuple[str, ...] | dict[str, list[str]] = ("agent",)) -> dict:
     """The evaluate stage's code on the built suites: every policy of ``folders`` run as each of ``systems``
-    (``agent``, ``sampled``), paired-tested; outputs and resumable shards in ``out``."""
+    (``agent``, ``sampled``; or per policy, a dict of its name to its systems), paired-tested; outputs and
+    resumable shards in ``out``."""
     from searchlab.eval.run import run_evaluation
     from searchlab.model import load_agent
     from tasks.evaluate import load_benchmarks
@@ -109,7 +111,8 @@ def evaluate_agents(p, folders: dict[str, Path], retriever, out: Path, systems: 
     loaders = {name: (lambda folder=folder: load_agent(str(folder), p.model, p.rollout))
                for name, folder in folders.items()}
     benchmarks = load_benchmarks(p.eval, ROOT / p.runtime.data_dir / "benchmarks", ROOT)
-    return run_evaluation(loaders, list(systems), benchmarks, retriever, p.rollout, out, out / "shards",
+    return run_evaluation(loaders, systems if isinstance(systems, dict) else list(systems), benchmarks, retriever,
+                          p.rollout, out, out / "shards",
                           p.eval.resamples, p.eval.seed, progress=logging.getLogger("eval").info,
                           sampling=p.eval.sampling)
 

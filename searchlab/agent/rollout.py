@@ -506,6 +506,7 @@ def rollout(
     def count_tokens(text: str) -> int:
         return len(encode_completion(tokenizer, text))
 
+    tag = "" if force_answer else PREFILLS[params.prefill]
     results = []
     for i, question in enumerate(questions):
         prompt = prompts[i] if prompts is not None else agent_prompt(tokenizer, question)
@@ -513,8 +514,8 @@ def rollout(
             prompt += ANSWER_OPEN
         episode = Rollout(question, prompt, prompt_ids=encode_prompt(tokenizer, prompt),
                           logprobs=[] if is_vllm(model) else None)
-        if PREFILLS[params.prefill] and not force_answer:
-            _prefill(tokenizer, episode, PREFILLS[params.prefill])
+        if tag:
+            _prefill(tokenizer, episode, tag)
         results.append(episode)
     limit = context_limit(model)
     # a prompt with no room for one turn is cut off before it starts: never feed the model past its positions
