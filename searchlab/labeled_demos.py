@@ -16,8 +16,9 @@ uses, so it looks exactly like a synthesized demonstration.
 Where the file names the question's supporting passages by title (HotpotQA's
 supporting facts: ``metadata.supporting_titles``) and the question's own search
 finds no gold answer, the demonstration searches those titles next, one search
-each, in order, until a passage holds a gold answer: the two-hop trajectory a
-multi-hop question needs.
+each, in order, those whose passages no earlier search showed first (:func:`next_query`),
+until a passage holds a gold answer or ``max_searches`` are spent: the multi-hop
+trajectory such a question needs.
 """
 
 from __future__ import annotations
@@ -27,12 +28,12 @@ from collections import Counter
 from collections.abc import Sequence
 
 from searchlab.agent.protocol import DemoStep, instruction, render_demonstration
+from searchlab.corpus.importers import split_contents
 from searchlab.retrieval.base import Hit, Retriever
 from searchlab.scoring import cover_exact_match, normalize_answer
 
 SEARCH_THINK = "I need to look this up."
 FOLLOW_UP_THINK = "That is not enough yet. I need to search for {title}."
-MAX_FOLLOW_UPS = 2  # searches after the question's own (HotpotQA's questions have two supporting titles)
 BATCH = 256  # questions a retriever call searches at once
 _EDGES = ",;:!?\"'()[]“”‘’."  # punctuation a passage attaches to the words of an answer
 
@@ -79,28 +80,46 @@ def supporting_titles(record: dict) -> list[str]:
     return [t for t in titles if isinstance(t, str) and t.strip() and "<" not in t] if isinstance(titles, list) else []
 
 
-def labeled_demonstrations(records: Sequence[dict], retriever: Retriever, topk: int) -> tuple[list[dict], dict]:
+def next_query(question: str, titles: Sequence[str], steps: Sequence[DemoStep]) -> str | None:
+    """What a demonstration searches after ``steps``: first the question as written, then the first supporting
+    title not yet searched whose passages none of the searches showed, then one whose passages were shown (an
+    entity's title heads several passages, and the one that was shown may not be the one needed); None when every
+    title was searched."""
+    if not steps:
+        return question
+    searched = {step.query for step in steps}
+    shown = {split_contents(hit.contents)[0] for step in steps for hit in step.hits}
+    left = [title for title in titles if title not in searched]
+    return next((title for title in left if title not in shown), left[0] if left else None)
+
+
+def labeled_demonstrations(records: Sequence[dict], retriever: Retriever, topk: int,
+                           max_searches: int = 3) -> tuple[list[dict], dict]:
     """The solver demonstrations of ``records`` (the qa stage's stored questions with their ``split``) in
-    ``demos.jsonl``'s shape, and counts: questions, demonstrations, their share, those that needed a follow-up
-    search, and the questions without one by reason (``answer_in_question``: the query would contain the answer,
-    which synthesis refuses too; ``not_retrieved``)."""
+    ``demos.jsonl``'s shape, each of at most ``max_searches`` searches, and counts: questions, demonstrations,
+    their share, those that needed a follow-up search, and the questions without one by reason
+    (``answer_in_question``: the query would contain the answer, which synthesis refuses too; ``not_retrieved``)."""
     missed = Counter()
     # each question's searches so far; a question is done when its completion is made or it has no search left
     plans: dict[int, list[DemoStep]] = {}
-    follow_ups: dict[int, list[str]] = {}
+    titles: dict[int, list[str]] = {}
     for i, record in enumerate(records):
         if cover_exact_match(record["question"], record["answers"]):
             missed["answer_in_question"] += 1
             continue
         plans[i] = []
-        titles = [t for t in supporting_titles(record) if not cover_exact_match(t, record["answers"])]
-        follow_ups[i] = [record["question"], *titles[:MAX_FOLLOW_UPS]]
+        titles[i] = [t for t in supporting_titles(record) if not cover_exact_match(t, record["answers"])]
     completions: dict[int, str] = {}
-    while pending := [i for i in plans if i not in completions and len(plans[i]) < len(follow_ups[i])]:
+    while True:
+        queries = {i: query for i in plans if i not in completions and len(plans[i]) < max_searches
+                   and (query := next_query(records[i]["question"], titles[i], plans[i])) is not None}
+        if not queries:
+            break
+        pending = list(queries)
         for start in range(0, len(pending), BATCH):
             batch = pending[start:start + BATCH]
-            queries = [follow_ups[i][len(plans[i])] for i in batch]
-            for i, query, hits in zip(batch, queries, retriever.search(queries, topk)):
+            for i, hits in zip(batch, retriever.search([queries[i] for i in batch], topk)):
+                query = queries[i]
                 think = SEARCH_THINK if not plans[i] else FOLLOW_UP_THINK.format(title=query)
                 plans[i].append(DemoStep(think=think, query=query, hits=hits))
                 completion = demonstration(plans[i], records[i]["answers"])

@@ -213,6 +213,11 @@ class DemoParams(Section):
 
     topk: int = Field(3, ge=1, description="passages per `<information>` block (as the agent will see them)")
     max_rephrasings: int = Field(2, ge=0, description="other phrasings tried when a search misses the needed passage")
+    max_searches: int = Field(3, ge=1, description="with `qa.source: files`: searches a demonstration made from a "
+                                                   "labeled question may take, the question's own first, then the "
+                                                   "supporting titles a file names (HotpotQA's supporting facts) "
+                                                   "that no earlier search showed; keep it below `rollout.max_turns`, "
+                                                   "or the agent is cut off before the answer")
     proposer: bool = Field(True, description="also write the self-play proposer's demonstrations for single, bridge "
                                              "and compose questions (`role: proposer` in `demos.jsonl`; SFT trains "
                                              "both roles): the answer in the prompt, searches back along the evidence "

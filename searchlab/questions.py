@@ -128,7 +128,7 @@ def import_questions(qa: QAParams, benchmarks: dict[str, QuestionFileParams], ro
     demo_counts = {}
     if retriever is not None:
         stored = [{**record, "split": split} for split in ("train", "dev") for record in splits[split]]
-        demos, demo_counts = labeled_demonstrations(stored, retriever, qa.demos.topk)
+        demos, demo_counts = labeled_demonstrations(stored, retriever, qa.demos.topk, qa.demos.max_searches)
         write_jsonl(out_dir / "demos.jsonl", demos)
     report = {"files": {name: len(qs) for name, qs in train_files.items()}, "pairs": pairs,
               "dropped": len(dropped_ids), "duplicates": duplicates, "on_overlap": qa.on_overlap}

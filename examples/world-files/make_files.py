@@ -16,6 +16,10 @@ ignores; everything in it is derived from the synthetic world, nothing third-par
   ``reward_model.ground_truth.target``, ``data_source``, ``extra_info``), the answer list only;
 - ``train-nq.jsonl``: the same questions in NQ-open JSONL (``{"question", "answer": [...]}``, R1-Searcher's eval
   shape), the second format, for a profile that reads both;
+- ``train-hotpot.json``: the same questions as HotpotQA records (``_id``, ``question``, ``answer``: the first gold
+  answer, as HotpotQA has one, ``type``, ``supporting_facts``: ``[title, 0]`` of each evidence passage in the
+  order the question's chain reads them, without the paragraphs): the third format, the one that names supporting
+  passages, from which the qa stage's demonstrations search those titles after the question;
 - ``test-<type>.jsonl``: the built benchmark suites (``data/benchmarks/world-*.jsonl``) in FlashRAG JSONL, ids,
   questions and gold answers only: the questions whose answers synthesis held out, so no training answer is
   evaluated.
@@ -63,6 +67,10 @@ def main() -> None:
     with open(args.out / "train-nq.jsonl", "w", encoding="utf-8") as f:
         for q in questions:
             f.write(json.dumps({"question": q["question"], "answer": q["answers"]}, ensure_ascii=False) + "\n")
+    titles = {r["id"]: r["contents"].split("\n", 1)[0].strip('"') for r in read_jsonl(args.out / "passages.jsonl")}
+    hotpot = [{"_id": q["id"], "question": q["question"], "answer": q["answers"][0], "type": q["type"],
+               "supporting_facts": [[titles[p], 0] for p in q["evidence"] or []]} for q in questions]
+    (args.out / "train-hotpot.json").write_text(json.dumps(hotpot, ensure_ascii=False), encoding="utf-8")
     suites = sorted((args.data / "benchmarks").glob("world-*.jsonl"))
     for suite in suites:  # id, question and answers only: the world's evidence and buckets stay behind
         with open(args.out / f"test-{suite.stem.removeprefix('world-')}.jsonl", "w", encoding="utf-8") as f:
@@ -70,7 +78,8 @@ def main() -> None:
                 f.write(json.dumps({"id": q["id"], "question": q["question"], "golden_answers": q["golden_answers"]},
                                    ensure_ascii=False) + "\n")
     passages = sum(1 for _ in open(args.out / "passages.jsonl", encoding="utf-8"))
-    print(f"{args.out}: {passages} passages, {len(questions)} training questions (train.parquet, train-nq.jsonl), "
+    print(f"{args.out}: {passages} passages, {len(questions)} training questions (train.parquet, train-nq.jsonl, "
+          f"train-hotpot.json), "
           f"{len(suites)} test files of {', '.join(str(len(read_jsonl(s))) for s in suites)} questions")
 
 

@@ -154,7 +154,11 @@ def test_a_multi_hop_question_s_demonstration_searches_its_supporting_titles_nex
     assert (counts["demos"], counts["demos_with_follow_up"]) == (2, 1)
     demos = {d["id"]: d for d in read_jsonl(out / "demos.jsonl")}
     assert parse_trajectory(demos["h2"]["completion"]).searches == [records[1]["question"]]  # found at once
+    # Curie's passage came with the question's own search: her title is not searched again
     trajectory = parse_trajectory(demos["h1"]["completion"])
-    assert trajectory.searches[0] == records[0]["question"] and trajectory.searches[-1] == "Warsaw"
-    assert trajectory.answer == "Poland"
+    assert trajectory.searches == [records[0]["question"], "Warsaw"] and trajectory.answer == "Poland"
     assert "1 after searching a supporting title" in (out / "datasheet.md").read_text()
+    # a demonstration takes at most qa.demos.max_searches searches: with one, the bridge question yields none
+    one = qa.model_copy(update={"demos": qa.demos.model_copy(update={"max_searches": 1})})
+    counts = import_questions(one, {}, tmp_path, out, bm25)
+    assert (counts["demos"], counts["demos_with_follow_up"], counts["no_demo.not_retrieved"]) == (1, 0, 1)

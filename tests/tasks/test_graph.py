@@ -44,8 +44,17 @@ def test_evaluating_the_base_model_builds_no_training_stage():
                                                                            "base", "evaluate"]
 
 
-def test_rl_from_base_on_files_needs_no_sft_selfplay_or_benchmarks():
+def test_the_own_data_profile_warm_starts_rl_by_sft_on_the_file_demonstrations():
     params = _params("own-data")
+    assert _names(plan([], params)) == ["corpus", "index", "qa", "base", "sft", "rl", "evaluate"]
+    # sft samples the warm-started agent's episodes (the index); rl starts from sft's weights, not base's
+    assert [s.needs(params) for s in plan([], params)][4:] == [("corpus", "index", "qa", "base"),
+                                                               ("corpus", "index", "qa", "sft"),
+                                                               ("index", "base", "sft", "rl")]
+
+
+def test_rl_from_base_on_files_needs_no_sft_selfplay_or_benchmarks():
+    params = _params("own-data", "rl.init=base", "eval.models=[base, rl]")
     assert _names(plan([], params)) == ["corpus", "index", "qa", "base", "rl", "evaluate"]
     # qa searches the index: the demonstrations it makes from the labeled questions
     assert [s.needs(params) for s in plan([], params)][2:] == [("corpus", "index"), (),
@@ -64,7 +73,8 @@ def test_a_selfplay_param_changes_rl_only_when_rl_reads_selfplay_questions(tmp_p
 
 
 def test_dvc_yaml_declares_the_computed_graph(tmp_path):
-    stages = yaml.safe_load(render_dvc_yaml(_params("own-data"), REPO))["stages"]
+    stages = yaml.safe_load(render_dvc_yaml(_params("own-data", "rl.init=base", "eval.models=[base, rl]"),
+                                            REPO))["stages"]
     assert list(stages) == ["corpus", "index", "qa", "base", "rl", "evaluate"]
     assert [d for d in stages["rl"]["deps"] if d.startswith("data/")] == ["data/corpus", "data/index", "data/qa",
                                                                           "data/base"]
@@ -73,6 +83,7 @@ def test_dvc_yaml_declares_the_computed_graph(tmp_path):
 
 
 def test_selfplay_from_base_on_files_feeds_rl_without_sft():
-    params = _params("own-data", "rl.questions=[qa, selfplay]", "selfplay.init=base")
+    params = _params("own-data", "rl.questions=[qa, selfplay]", "selfplay.init=base", "rl.init=base",
+                     "eval.models=[base, rl]")
     assert _names(plan([], params)) == ["corpus", "index", "qa", "base", "selfplay", "rl", "evaluate"]
     assert plan(["selfplay"], params)[-1].needs(params) == ("corpus", "index", "qa", "base")

@@ -38,10 +38,10 @@ def _project(tmp_path: Path) -> Path:
     return project
 
 
-def test_the_own_data_profile_plans_without_sft_selfplay_or_synthesis_and_checks_every_file():
+def test_the_own_data_profile_plans_without_selfplay_or_synthesis_and_checks_every_file():
     found = preflight(load_params(REPO / "params/own-data.yaml"), Path("params/own-data.yaml"), REPO)
     assert found.problems == []
-    assert [s.name for s in found.stages] == ["corpus", "index", "qa", "base", "rl", "evaluate"]
+    assert [s.name for s in found.stages] == ["corpus", "index", "qa", "base", "sft", "rl", "evaluate"]
     assert found.inputs["qa.files.geo"] == "examples/own-data/train.parquet: search-r1, 195 questions"
     assert found.inputs["eval.benchmarks.geo-test"] == "examples/own-data/test.jsonl: flashrag, 48 questions"
     assert found.inputs["corpus.path"].endswith("first 219 records are passages")
