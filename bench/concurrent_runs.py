@@ -7,6 +7,10 @@ Starts one `searchlab run --params params/smoke.yaml --set qa.seed=S` per seed a
 then reads MLflow: how many stage runs computed each (stage, fingerprint), and the versions of searchlab-agent.
 Then, for each distinct seed, runs it again alone and checks that the questions in data/evaluate's predictions
 are those of data/benchmarks (a cached evaluate that scored another seed's questions would fail this).
+
+Output: stdout only: one line per run, per stage (how many times each fingerprint was computed) and per
+seed run again alone, then ``summary: OK|FAILED``. The throwaway project (a temporary folder) is
+deleted at the end.
 """
 
 from __future__ import annotations
@@ -37,7 +41,7 @@ def questions(path: Path) -> set[str]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seeds", type=int, nargs="+", default=[6, 6, 7])
     args = parser.parse_args()
     project = Path(tempfile.mkdtemp(prefix="searchlab-concurrent-"))

@@ -19,7 +19,7 @@ On the demo's sft model (``data/sft``), in one run:
    ``--repeats`` times: seconds, model forwards, and a digest of the episodes
    (greedy: the same for both).
 
-Prints one line per figure and a JSON line with all of them.
+Output: stdout only: one line per figure, then one JSON line with all of them; writes no file.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT))
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--params", default="params/default.yaml")
     parser.add_argument("--questions", type=int, default=240)
     parser.add_argument("--repeats", type=int, default=3)

@@ -1,7 +1,7 @@
 """Held-out EM of model folders on a profile's benchmarks: each as the systems you name, one table with 95% intervals.
 
-    python bench/evaluate_folders.py --params params/world-files.yaml \
-        --model base=data-world-files/base:direct,rag,agent --model warm=data-world-files/sft:agent \
+    python bench/evaluate_folders.py --params params/world-files.yaml \\
+        --model base=data-world-files/base:direct,rag,agent --model warm=data-world-files/sft:agent \\
         --compare warm/agent:base/rag --set eval.benchmarks.single.sample=30
 
 Run by hand on a built project. Every ``--model NAME=FOLDER[:SYSTEMS]`` (systems comma-separated, default
@@ -9,9 +9,13 @@ Run by hand on a built project. Every ``--model NAME=FOLDER[:SYSTEMS]`` (systems
 benchmarks (built-in suites and ``eval.benchmarks`` files, with their samples), with its ``rollout`` params and
 retriever (its ``report.md`` per benchmark: every model paired against each earlier one on a system they share).
 Prints each model and system's EM over all benchmarks pooled, with its bootstrap 95% interval, and the pooled
-paired tests asked for with ``--compare A/SYSTEM:B/SYSTEM``. Written to ``--out`` (default
-``<data_dir>/.work/evaluate-folders``): ``pooled.md``, the stage's outputs and resumable shards; a rerun with the
-same models and questions reuses what is there (so delete ``--out`` after changing a model, a sample or a param).
+paired tests asked for with ``--compare A/SYSTEM:B/SYSTEM``; with ``--per-benchmark`` also each benchmark's
+``report.md`` (EM per model and system, every later model paired against each earlier one). Written to ``--out``
+(default ``<data_dir>/.work/evaluate-folders``): ``pooled.md`` (Markdown tables), the stage's outputs
+(``report.md``, ``metrics.json``, ``predictions/<benchmark>/<model>-<system>.jsonl``) and resumable shards; a rerun
+with the same models and questions reuses what is there (so delete ``--out`` after changing a model, a sample or a
+param). Also for a policy a bench trained (``bench/selfplay_rounds.py``, ``bench/rl_ablation.py``) beside the
+pipeline's own, without rebuilding stages whose code changed since.
 """
 
 from __future__ import annotations
@@ -47,7 +51,7 @@ def pooled_records(out: Path, keys: list[str]) -> dict[str, list[dict]]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--params", default="params/default.yaml")
     parser.add_argument("--model", dest="models", action="append", type=parse_model, required=True,
                         metavar="NAME=FOLDER[:SYSTEMS]")
@@ -55,6 +59,8 @@ def main() -> None:
                         help="a pooled paired test of the first against the second (any two keys)")
     parser.add_argument("--out", type=Path, help="default <data_dir>/.work/evaluate-folders")
     parser.add_argument("--set", dest="overrides", action="append", default=[], help="KEY=VALUE params override")
+    parser.add_argument("--per-benchmark", action="store_true",
+                        help="also print report.md: each benchmark's EM per model/system and its paired tests")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
@@ -94,6 +100,8 @@ def main() -> None:
                          f"{c['p_value']:.3f} |")
     report = "\n".join(lines) + f"\n\nPer benchmark, with paired tests: {out / 'report.md'}\n"
     (out / "pooled.md").write_text(report)
+    if args.per_benchmark:
+        print((out / "report.md").read_text())
     print(report)
 
 

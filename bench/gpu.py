@@ -58,6 +58,9 @@ What it measures (figures in the JSON, names in brackets):
 Peak GPU memory (``torch.cuda.max_memory_allocated``) is given per phase; on a
 CPU the process's peak resident memory instead.
 
+Output: stdout: a table, then one JSON line with every figure (progress on stderr); ``--out DIR`` also
+writes the JSON to ``DIR/gpu_bench.json`` (or to ``--out FILE.json``).
+
 Imports, and what must travel
 -----------------------------
 ``searchlab.agent.rollout``, ``searchlab.model`` and ``searchlab.retrieval.base``
@@ -488,7 +491,8 @@ def table(result: dict) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("Imports, and what must travel")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--device", default="cuda", help="cuda (default; an error if there is none) or cpu")
     parser.add_argument("--dtype", default=None, choices=["bfloat16", "float16", "float32"],
                         help="default: bfloat16 on a GPU, float32 on a CPU")

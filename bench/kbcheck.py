@@ -5,6 +5,8 @@ single, bridge and compose questions, built by its generator over the first targ
 
 Prints, per type, the questions built and the share :class:`searchlab.selfplay.verify.KBCheck` confirms (its
 recall; every one of them is right and unique).
+
+Output: stdout only, one line per question type; writes no file.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ def main() -> None:
     from searchlab.synth.generate import Builder
     from searchlab.synth.kb import KB
 
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--targets", type=int, default=600)
     parser.add_argument("--corpus", default=str(ROOT / "data/corpus"))
     args = parser.parse_args()

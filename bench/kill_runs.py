@@ -7,7 +7,11 @@ Works in a throwaway copy of the project's params (the installed code runs), wit
 
 For each stage, a run forced to compute it is killed as soon as the stage's scratch folder appears; every
 process the run had started (collected just before the kill) must be gone 10 s later. A final, complete run then
-recovers the killed runs' MLflow records; none may still be RUNNING. Prints one line per case and a summary.
+recovers the killed runs' MLflow records; none may still be RUNNING.
+
+Output: stdout only: one line per killed stage and one for ``searchlab ui`` (processes seen, still alive
+after 10 s), the MLflow runs left RUNNING, then ``summary: N surviving processes, M runs left RUNNING``.
+The throwaway project (a temporary folder) is deleted at the end.
 """
 
 from __future__ import annotations
@@ -115,7 +119,7 @@ def running_mlflow_runs(project: Path) -> int:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--signal", choices=["KILL", "TERM"], default="KILL")
     parser.add_argument("--stages", nargs="*", default=STAGES)
     args = parser.parse_args()

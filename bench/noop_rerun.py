@@ -6,6 +6,9 @@ run. The pipeline is built first (untimed) so every rerun is all-cached.
 Target: no-op rerun <= 1.5x the empty flow.
 
     python bench/noop_rerun.py [--params params/default.yaml] [--repeats 3]
+
+Output: stdout only: one line per repeat, then the two medians and ``ratio: X.XXx (target <= 1.5x)``.
+It runs in this checkout: the untimed first run builds the params' ``runtime.data_dir`` (``data/``).
 """
 
 from __future__ import annotations

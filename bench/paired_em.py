@@ -11,6 +11,8 @@ For every suite and model/system that both ``evaluate`` folders scored
 questions), and how many predictions are the same text. Prints one line per
 pair, then how many pairs moved at p < 0.05 and the Bonferroni threshold over
 the pairs whose predictions differ at all (identical ones test nothing).
+
+Output: stdout only; writes no file.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ def _em(rows: list[dict]) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("before", type=Path, help="an evaluate stage's folder (data/evaluate)")
     parser.add_argument("after", type=Path, help="the other run's evaluate folder")
     parser.add_argument("--resamples", type=int, default=2000)

@@ -15,6 +15,10 @@ in the stage's own profile that time shows as waiting. Printed: wall and CPU
 time, the peak RSS of the process with its workers (:mod:`tasks.resources`),
 and the top functions by their own time and by cumulative time, per process.
 The ``.prof`` files stay in the scratch folder for snakeviz or ``pstats``.
+
+Output: stdout: one line of wall time, CPU time and peak RSS, then ``pstats`` tables per process;
+files: ``<data_dir>/.work/profile/<stage>/`` (``stage.prof``, ``worker-rank<N>.prof``, the stage's
+output in ``out/``), replaced by the next profile of that stage.
 """
 
 from __future__ import annotations
@@ -42,7 +46,7 @@ def top(path: Path, title: str, n: int) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("stage", help="a stage name: corpus, index, qa, benchmarks, base, sft, selfplay, rl, evaluate")
     parser.add_argument("--params", default="params/default.yaml")
     parser.add_argument("--set", dest="overrides", action="append", default=[], help="KEY=VALUE")

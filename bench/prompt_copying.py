@@ -12,6 +12,8 @@ protocol of the checkout ``--code`` (default: this one), the first turn opened b
 counts as copied when every word of it (normalised as answers are) is a word of that checkout's instruction or
 correction message, the question left out. Prints a JSON line: the shares that searched, were well-formed and
 answered, the searches made, the share copied, and the most frequent queries.
+
+Output: stdout only, the one JSON line; writes no file.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--params", default="params/world-files.yaml")
     parser.add_argument("--model", type=Path, required=True, help="a model folder (e.g. a base stage's output)")
     parser.add_argument("--data", type=Path, default=ROOT / "data", help="the demo's data (index/, benchmarks/)")

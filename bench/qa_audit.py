@@ -8,6 +8,9 @@ the generator's indexes: whether the answer is unique in the KB (a chain's steps
 each have one value; a comparison's values differ; exactly one entity satisfies
 all of an oblique question's cues), and whether every constraint is matched to a
 passage that is its subject's and states its value.
+
+Output: stdout only: the sample's size and types, then the share whose answer is unique and the share whose
+constraints each match a passage; writes no file.
 """
 
 from __future__ import annotations
@@ -66,7 +69,7 @@ def matched(kb: KB, q: dict) -> bool:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=Path, default=Path("data"))
     parser.add_argument("--n", type=int, default=50)
     parser.add_argument("--seed", type=int, default=0)

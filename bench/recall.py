@@ -14,6 +14,9 @@ policy) are left out, so the training column is about questions no policy
 here was trained on by RL. Every policy is scored as evaluation runs it
 (``rollout`` params: greedy, extractive answers, real BM25) on the same
 seeded sample of ``--questions`` per split.
+
+Output: stdout only: a Markdown table, one row per policy and split (EM, then EM and question count per
+question type); writes no file.
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ def splits(data: Path, drawn: set[str], n: int, seed: int) -> dict[str, list[dic
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("policies", nargs="*", type=Path, help="policy folders beside data/sft")
     parser.add_argument("--params", default="params/default.yaml")
     parser.add_argument("--questions", type=int, default=200, help="training and held-out questions sampled")

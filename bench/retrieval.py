@@ -22,6 +22,10 @@ Measures, on one corpus and one query set, in one run:
    thread, response read but not parsed), so the number is the server's; the
    same load through our ``HttpRetriever`` (httpx, parsing every hit) is
    reported too: on this machine those clients share the CPUs with the server.
+
+Output: stdout: progress lines, then one table (measure, searchlab, reference, ratio, target, met). The
+corpus and index go to a temporary folder, deleted at the end, or to ``--keep DIR``, kept (its index
+reused next time).
 """
 
 from __future__ import annotations

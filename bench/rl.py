@@ -31,7 +31,7 @@ In one run, on the demo's data (``data/sft``, ``data/base``, ``data/qa``, ``data
    part of the steps, against ``--sft-steps`` steps of the sft trainer on the
    demonstrations from ``data/base`` (its tokens/s), in the same run.
 
-Prints one line per figure and a JSON line with all of them.
+Output: stdout only: one line per figure, then one JSON line with all of them; trains in a temporary folder, deleted.
 """
 
 from __future__ import annotations
@@ -98,7 +98,7 @@ class RowLengths:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--params", default="params/default.yaml")
     parser.add_argument("--steps", type=int, default=10, help="at most 10: every step's episodes are counted")
     parser.add_argument("--sft-steps", type=int, default=20)

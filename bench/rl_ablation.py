@@ -3,7 +3,7 @@
     python bench/rl_ablation.py                               # grpo, llds, cgrpo, clpo, simulated
     python bench/rl_ablation.py --rows grpo sec igpo --steps 60
     python bench/rl_ablation.py --sft data-cite/sft --set eval.sample=100   # any params override for every row
-    python bench/rl_ablation.py --as-configured --rows grpo extractive-masked dynamic \
+    python bench/rl_ablation.py --as-configured --rows grpo extractive-masked dynamic \\
         --row "chosen=rl.extractive_answers=masked;rl.dynamic_sampling=2"    # rows against the profile's own rl
 
 Run by hand after `make demo` (or `searchlab run sft`) built ``data/``. Every
@@ -288,7 +288,7 @@ def log_to_mlflow(p, results: dict, rows: list[str], figures: dict[str, dict], a
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--params", default="params/default.yaml")
     parser.add_argument("--steps", type=int, default=40, help="optimizer steps per row")
     parser.add_argument("--rows", nargs="+", default=DEFAULT_ROWS, choices=list(ROWS))

@@ -110,7 +110,7 @@ def chart(path: Path, results: dict, budgets: list[int], dev: dict[str, float]) 
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--params", default="params/default.yaml")
     parser.add_argument("--episodes", type=int, nargs="+", default=[1000, 4000, 16000], help="the RL budgets")
     parser.add_argument("--name", default="curve", help="the curve's folder under <data_dir>/.work/rl-budget")

@@ -76,7 +76,7 @@ def fit_table(history: list[dict]) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--params", default="params/default.yaml")
     parser.add_argument("--questions", type=int, default=16, help="fixed training questions (every step)")
     parser.add_argument("--pick", choices=["wrong", "first"], default="wrong")

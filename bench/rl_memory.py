@@ -10,6 +10,9 @@ and the loss's forward and backward split into ``grad_accum`` micro-batches. The
 episode (prompt, turns, information blocks) and the tiny model's vocabulary is 4,096, so the logits of a micro-batch
 (episodes x tokens x vocabulary, float32, kept for the backward) are what grows with it. With ``rl.loss_type: grpo``
 the gradient is the same (each micro-batch's mean over its episodes is divided by ``grad_accum``).
+
+Output: stdout only: one line per ``grad_accum`` (seconds of the steps, of their rollouts, peak RSS in
+GB); with ``--phases`` one line per load (RSS in MB). Trains in temporary folders, deleted.
 """
 
 from __future__ import annotations
@@ -84,7 +87,7 @@ def phases(params: str) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--params", default="params/default.yaml")
     parser.add_argument("--accum", type=int, nargs="+", default=[1, 4, 8])
     parser.add_argument("--steps", type=int, default=3)

@@ -10,6 +10,10 @@ complete. ``selfplay``: killed mid-round, as soon as round ``--kill-after`` (cou
 proposals and before its update is checkpointed. Prints the step B resumed from (its manifest's
 ``resumed_from_step``: the rounds it had finished), and the largest absolute difference between A's and B's
 weights, and between either and the sft policy they started from (so a zero difference means something).
+
+Output: stdout only: the checkpoints B was killed with and the step it resumed from, the largest weight
+differences (and, for selfplay, whether A's and B's questions.jsonl are identical); both projects are
+temporary folders, deleted at the end.
 """
 
 from __future__ import annotations
@@ -49,7 +53,7 @@ def largest_difference(a: dict, b: dict) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--stage", choices=["rl", "selfplay"], default="rl")
     parser.add_argument("--steps", type=int, default=12, help="rl steps or selfplay rounds")
     parser.add_argument("--kill-after", type=int, default=6)

@@ -42,6 +42,9 @@ both gave the same tokens (greedy; float rounding could flip a near tie).
 With ``--model`` the tags may span several tokens: they are forced as such,
 only single-token specials can be banned, and a real model may close a tag
 early on its own (it then generates fewer tokens; the rates stay comparable).
+
+Output: stdout only (three lines of rates, the ratio, then the JSON line); without ``--model`` the random model
+is built in a temporary folder, deleted.
 """
 
 from __future__ import annotations
@@ -194,7 +197,7 @@ def plain_generate(model, tok, prompts: list[str], new_tokens: int, banned: list
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", help="a Hugging Face model folder (default: a random Qwen2-shaped model)")
     parser.add_argument("--index", default=str(REPO / "data" / "index"))
     parser.add_argument("--corpus", default=str(REPO / "data" / "corpus" / "corpus.jsonl"),

@@ -10,6 +10,8 @@ gives the three likeliest tokens and the tail (tokens of probability below
 1e-3) over ``--draws`` samples, beside the exact probabilities and the tail's
 standard error. Both draws are exact in theory; the rollouts use the inverse
 CDF (``searchlab.agent.rollout.draw``; docs/results/rl.md, "The sampler, again").
+
+Output: stdout only: the exact figures, then one line per sampler; writes no file.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ def multinomial(probs: torch.Tensor) -> torch.Tensor:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rows", type=int, default=32)
     parser.add_argument("--vocab", type=int, default=4096)
     parser.add_argument("--draws", type=int, default=320_000)

@@ -27,7 +27,7 @@ def main() -> None:
     from searchlab.selfplay.train import SelfPlayJob, run_selfplay
     from tasks.selfplay import proposer
 
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=30)
     parser.add_argument("--out", required=True)
     parser.add_argument("--params", default=str(ROOT / "params/default.yaml"))

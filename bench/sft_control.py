@@ -79,7 +79,7 @@ def train_control(params_file: Path, overrides: list[str], start: Path, seconds:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--params", default="params/default.yaml")
     parser.add_argument("--seconds", type=float, required=True, help="the training budget (RL's wall time)")
     parser.add_argument("--sft", type=Path, help="the starting policy; default <data_dir>/sft")

@@ -19,7 +19,7 @@ benchmarks stage's held-out questions:
 5. ``em``: full fine-tuning and LoRA, each trained for ``--budget`` seconds of wall time from the base model,
    then the agent's exact match on the same ``--questions`` held-out questions (greedy).
 
-Prints one line per figure and a JSON line with all of them.
+Output: stdout only: one line per figure, then one JSON line with all of them; trains in a temporary folder, deleted.
 """
 
 from __future__ import annotations
@@ -139,7 +139,7 @@ FULL_LEARNING_RATE = 5e-5
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--params", default="params/smollm2.yaml")
     parser.add_argument("--parts", nargs="+", default=["rollout", "train", "knowledge", "rl-memory", "em"],
                         choices=["rollout", "train", "knowledge", "rl-memory", "em"])

@@ -14,7 +14,7 @@
 3. ``train``: ``--steps`` SFT steps of the profile's ``sft`` params from the base model, float32 and under
    bfloat16 autocast (``sft.cpu_bf16``): trained tokens/s against the FLOP bound (peak / (6 x parameters)).
 
-Prints one line per figure and a JSON line with all of them.
+Output: stdout only: one line per figure, then one JSON line with all of them; trains in a temporary folder, deleted.
 """
 
 from __future__ import annotations
@@ -97,7 +97,7 @@ def train_figures(params, start: str, demos: Path, out_dir: Path, steps: int, cp
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--params", default="params/smollm2.yaml")
     parser.add_argument("--data", type=Path, help="the data folder with index/, benchmarks/, qa/ (default: the "
                                                   "profile's runtime.data_dir)")

@@ -7,6 +7,9 @@ Counts the Python files of the project's own packages (``searchlab``, ``tasks``,
 library's ``ast``: a function's length is its lines from ``def`` (decorators excluded) to its last statement,
 docstring included; its parameters are every named parameter except ``self`` and ``cls`` (``*args`` and
 ``**kwargs`` count one each). Nested functions and methods count as functions of their own.
+
+Output: stdout only: one summary line, the packages, the largest modules, then the long functions and
+those of many parameters, one per line with its path:line; writes no file.
 """
 
 from __future__ import annotations
@@ -42,7 +45,7 @@ def functions_of(path: Path, root: Path) -> list[Function]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repo", type=Path, default=Path(__file__).resolve().parents[1])
     parser.add_argument("--long", type=int, default=60, help="a function longer than this many lines is listed")
     parser.add_argument("--many", type=int, default=8, help="a function of more parameters than this is listed")

@@ -7,6 +7,9 @@ For each size, in a fresh process: generate the world and index it (not timed),
 then run :func:`searchlab.synth.synthesize` with the default params and report
 verified (kept) questions, seconds, questions per second and peak RSS. The last
 line gives how time grew against how the world grew: about equal means linear.
+
+Output: stdout only: one line per size, then one line of how time grew against the world; each
+size's world, index and questions live in a temporary folder, deleted.
 """
 
 from __future__ import annotations
@@ -44,7 +47,7 @@ def _worker(entities: int, root: Path) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--entities", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--worker", nargs=2, metavar=("ENTITIES", "ROOT"), help=argparse.SUPPRESS)
     args = parser.parse_args()
