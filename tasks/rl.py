@@ -15,7 +15,7 @@ from pathlib import Path
 
 from searchlab.params import Params
 from searchlab.rl.train import RLJob, check_device, gather_questions, run_rl
-from tasks.sft import sample_trajectories
+from searchlab.train.samples import sample_trained_agent
 from tasks.sources import external_models, resolve, stage_of
 from tasks.stage import Stage, StageContext, registered_as
 
@@ -35,7 +35,9 @@ def _build(ctx: StageContext) -> dict:
                 corpus=ctx.inputs["corpus"] / "corpus.jsonl", index=ctx.inputs["index"], out_dir=ctx.out_dir,
                 work_dir=ctx.work_dir, dev=ctx.inputs["qa"] / "dev.jsonl", demos=ctx.inputs["qa"] / "demos.jsonl")
     figures = run_rl(job, config)
-    return {**counts, **figures, **sample_trajectories(ctx, p.rl.samples, p.rl.seed, "RL")}
+    samples = sample_trained_agent("rl", p, ctx.out_dir, ctx.inputs["qa"], ctx.inputs["index"], p.rl.samples,
+                                   p.rl.seed)
+    return {**counts, **figures, **samples}
 
 
 def simulator_folder(params: Params, root: Path) -> Path | None:

@@ -14,7 +14,7 @@ from searchlab.model.gguf import PACKAGED, gguf_file
 from searchlab.params import Params
 from searchlab.rl.train import check_device
 from searchlab.selfplay.train import SelfPlayJob, run_selfplay
-from tasks.sft import sample_trajectories
+from searchlab.train.samples import sample_trained_agent
 from tasks.sources import external_models, resolve, stage_of
 from tasks.stage import Stage, StageContext, registered_as
 
@@ -28,7 +28,9 @@ def _build(ctx: StageContext) -> dict:
                       start=start, corpus=ctx.inputs["corpus"], qa_dir=ctx.inputs["qa"], index=ctx.inputs["index"],
                       out_dir=ctx.out_dir, work_dir=ctx.work_dir, proposer=proposer(p, ctx.root, ctx.inputs))
     figures = run_selfplay(job, config)
-    return {**figures, **sample_trajectories(ctx, p.selfplay.samples, p.selfplay.seed, "self-play")}
+    samples = sample_trained_agent("selfplay", p, ctx.out_dir, ctx.inputs["qa"], ctx.inputs["index"],
+                                   p.selfplay.samples, p.selfplay.seed)
+    return {**figures, **samples}
 
 
 def proposer(params: Params, root: Path, stage_dirs: dict[str, Path]) -> str | None:

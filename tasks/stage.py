@@ -1,4 +1,4 @@
-"""The stage contract of DESIGN.md, implemented once for every stage.
+"""The stage contract (docs/architecture.md), implemented once for every stage.
 
 A :class:`Stage` declares what it reads (upstream stages, params sections, its
 own code) and a ``build`` function from the library. :func:`run_stage` turns

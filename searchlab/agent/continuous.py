@@ -185,7 +185,7 @@ def play(model: Any, retriever: Retriever, rollouts: list[Rollout], slots: int, 
     over). See :func:`searchlab.agent.rollout.rollout` for the episodes' rules.
     """
     from searchlab.agent.protocol import step
-    from searchlab.agent.rollout import _RecordingRetriever
+    from searchlab.retrieval.base import RecordingRetriever
 
     # per episode: tokens the cache has not read yet (the prompt, and a prefilled tag)
     pending = [r.prompt_ids + r.completion_ids for r in rollouts]
@@ -249,7 +249,7 @@ def play(model: Any, retriever: Retriever, rollouts: list[Rollout], slots: int, 
                 # last kept token, which is read with whatever the environment appends)
                 cache.lengths[row] = turn_start[e] + len(ids) - 1
                 turn[e] = []
-            recorder = _RecordingRetriever(retriever)
+            recorder = RecordingRetriever(retriever)
             searching = [i for i, row in enumerate(ended) if not last[row]]
             appended = [None] * len(ended)
             # the last turn's searches are not run: the episode is cut off and nothing would read them

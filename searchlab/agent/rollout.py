@@ -74,7 +74,7 @@ from searchlab.agent.protocol import (
 
 if TYPE_CHECKING:  # importing searchlab.agent stays cheap: no pydantic params, and torch only when rolling out
     from searchlab.params import RolloutParams
-    from searchlab.retrieval.base import Retriever
+    from searchlab.retrieval.base import RecordingRetriever, Retriever
 
 STOP_STRINGS: tuple[str, ...] = (SEARCH_CLOSE, ANSWER_CLOSE, QUESTION_CLOSE)
 
@@ -635,7 +635,7 @@ def _finish_turn(tokenizer: Any, r: Rollout, generated: list[int], eos_ids: list
 
 
 def _after_step(tokenizer: Any, params: RolloutParams, limit: int | None, r: Rollout, action, text: str | None,
-                recorder: _RecordingRetriever, last: bool, began: float) -> list[int] | None:
+                recorder: RecordingRetriever, last: bool, began: float) -> list[int] | None:
     """Record the environment's answer to ``r``'s last action (``text``: what it appends; None: the episode is
     over). Returns the ids to append, or None when the episode leaves the batch: it answered, was cut off in its
     last turn, or the text and one more turn would not fit ``limit`` positions (its search ran; the block is not
@@ -662,6 +662,8 @@ def _run_chunk(batch, tokenizer, retriever, chunk: list[Rollout], params: Rollou
     """Play one chunk's episodes turn by turn on ``batch`` (a :class:`_Batch` or :class:`_VLLMBatch`), every
     episode's turn at once. With ``force_answer`` the prompts end with ``<answer>``: the first turn continues it
     (see :func:`rollout`)."""
+    from searchlab.retrieval.base import RecordingRetriever
+
     began = time.perf_counter()
     active = list(chunk)
     for turn in range(params.max_turns):
@@ -679,7 +681,7 @@ def _run_chunk(batch, tokenizer, retriever, chunk: list[Rollout], params: Rollou
         batch.keep(kept)
         last = turn == params.max_turns - 1
         # the last turn's searches are not run: the episode is cut off and nothing would read them
-        recorder = _RecordingRetriever(retriever)
+        recorder = RecordingRetriever(retriever)
         appended = [None] * len(active) if last else step(
             recorder, actions, params.topk, params.max_information_tokens, count_tokens)
         rows, new = [], []
@@ -692,19 +694,6 @@ def _run_chunk(batch, tokenizer, retriever, chunk: list[Rollout], params: Rollou
             break
         active = [active[i] for i in rows]
         batch.extend(rows, new)
-
-
-class _RecordingRetriever:
-    """``retriever`` that remembers which passage ids each query returned (a query always returns the same)."""
-
-    def __init__(self, retriever: Retriever) -> None:
-        self.retriever, self.ids = retriever, {}
-
-    def search(self, queries: list[str], k: int):
-        results = self.retriever.search(queries, k)
-        for query, hits in zip(queries, results):
-            self.ids[query] = [hit.id for hit in hits]
-        return results
 
 
 def summarize(rollouts: Sequence[Rollout]) -> dict[str, float]:

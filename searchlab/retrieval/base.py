@@ -72,6 +72,20 @@ class TimedRetriever:
         self.inner.close()
 
 
+class RecordingRetriever:
+    """Wraps a retriever, remembering which passage ids each query returned (``ids``; a query always returns the
+    same): how a rollout lists the passages each of its episodes retrieved, whichever episode's search ran them."""
+
+    def __init__(self, retriever: Retriever) -> None:
+        self.retriever, self.ids = retriever, {}
+
+    def search(self, queries: list[str], k: int) -> list[list[Hit]]:
+        results = self.retriever.search(queries, k)
+        for query, hits in zip(queries, results):
+            self.ids[query] = [hit.id for hit in hits]
+        return results
+
+
 class RetrieverBase:
     """Context-manager support shared by the concrete retrievers (``with BM25Retriever(...) as r:``)."""
 

@@ -179,18 +179,18 @@ def grpo_config(rl: RLParams, checkpoint_dir: Path, save_total_limit: int | None
 
 def make_search_trainer(rl: RLParams, model, tokenizer, episodes, checkpoint_dir: Path, callbacks: list | None = None,
                         save_total_limit: int | None = 2):
-    """:func:`searchlab.rl.trainer.make_trainer` for ``rl``'s settings (:func:`grpo_config`) with ``episodes`` as its
-    environment."""
+    """:func:`searchlab.rl.trainer.make_grpo_trainer` for ``rl``'s settings (:func:`grpo_config`) with ``episodes``
+    as its environment."""
     from datasets import Dataset
 
-    from searchlab.rl.trainer import make_trainer
+    from searchlab.rl.trainer import make_grpo_trainer
 
     args = grpo_config(rl, checkpoint_dir, save_total_limit)
     # one slot per question drawn, by every process (each draws rl.questions_per_step a step): the environment fills
     # the slots of each step when they are rolled out, and the run is one pass over them in every process count
     slots = Dataset.from_dict({"prompt": [str(i) for i in range(rl.steps * rl.questions_per_step * world_size())]})
-    return make_trainer(model=model, args=args, train_dataset=slots, processing_class=tokenizer,
-                        callbacks=callbacks, episodes=episodes, rl=rl, peft_config=peft_config(rl.lora))
+    return make_grpo_trainer(model=model, args=args, train_dataset=slots, processing_class=tokenizer,
+                             callbacks=callbacks, episodes=episodes, rl=rl, peft_config=peft_config(rl.lora))
 
 
 def train_rl(rl: RLParams, rollout: RolloutParams, model, tokenizer, retriever, questions_jsonl: Path,

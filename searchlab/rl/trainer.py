@@ -38,6 +38,23 @@ from searchlab.rl.rewards import RewardBreakdown
 from searchlab.train.lm_head import plain_head_applies
 
 
+# Everything the GRPO engine relies on that is private to TRL's GRPOTrainer (or transformers' Trainer under it),
+# in one place: the methods overridden or called, with the parameters they were written against, and the attributes
+# read or written. They were checked on TRL 1.16.0; tests/searchlab/rl/test_trl_private.py fails on any other
+# version and on any of these that changed, so an upgrade is checked here before it runs.
+WRITTEN_FOR_TRL = "1.16.0"
+PRIVATE_METHODS = {
+    "_generate_and_score_completions": ("inputs",),  # overridden: the curriculum's update, IGPO's advantages
+    "_prepare_inputs": ("generation_batch",),  # overridden: padding trimmed from each micro-batch
+    "_get_per_token_logps_and_entropies": ("model", "input_ids", "attention_mask", "logits_to_keep", "batch_size"),
+    "_compute_loss": ("model", "inputs"),  # overridden: LLDS and the likelihood curves
+    "_save_checkpoint": ("model", "trial"),  # overridden: the curriculum's state in every checkpoint
+    "_log_metric": ("name", "value"),  # called by the environments (searchlab.rl.grpo, searchlab.selfplay.rounds)
+    "_load_from_checkpoint": ("resume_from_checkpoint", "model"),  # called by rl.keep: best (searchlab.rl.dev)
+}
+PRIVATE_ATTRIBUTES = ("_step", "_buffered_inputs", "_metrics")  # _prepare_inputs' buffer; the logged metrics
+
+
 class Environment(Protocol):
     """What the trainer rolls out and rewards with: one step's episodes, scored, as TRL's ``rollout_func`` and
     reward function; the last step's batch; the tokenizer; and a curriculum to update (None: none)."""
@@ -195,7 +212,7 @@ class SearchGRPOTrainer(GRPOTrainer):
         return super()._save_checkpoint(model, trial)
 
 
-def make_trainer(**kwargs: Any) -> SearchGRPOTrainer:
+def make_grpo_trainer(**kwargs: Any) -> SearchGRPOTrainer:
     """A :class:`SearchGRPOTrainer`; keyword arguments as ``GRPOTrainer``'s plus ``episodes`` and ``rl``."""
     # TRL warns that rollout_func is experimental; the pinned TRL version is the one this module was checked on
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")

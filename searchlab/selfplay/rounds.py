@@ -1,7 +1,7 @@
 """Self-play rounds as the environment of the rl stage's GRPO trainer: one trainer step is one round.
 
 :class:`SelfPlayRounds` plays :class:`searchlab.rl.grpo.SearchEpisodes`' part
-for :func:`searchlab.rl.trainer.make_trainer` (same trainer, rewards, masks and
+for :func:`searchlab.rl.trainer.make_grpo_trainer` (same trainer, rewards, masks and
 checkpoints). Each round (the trainer's ``rollout_func`` for step ``k``):
 
 1. **propose**: ``proposals_per_round`` seed answers, ``num_generations``

@@ -221,7 +221,7 @@ LOSS_INPUTS = {"input_ids", "attention_mask", "position_ids", "labels", "cu_seq_
                "max_length_q", "max_length_k", "seq_idx"}
 
 
-def make_trainer(seed: int, **kwargs):
+def make_sft_trainer(seed: int, **kwargs):
     """TRL's ``SFTTrainer`` with a mildly length-grouped training order drawn from ``seed`` and the epoch alone.
 
     The Trainer groups by length over 50 batches at a time: every batch then

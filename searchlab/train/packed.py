@@ -1,6 +1,6 @@
 """Padding-free training batches on a CPU: a batch's rows joined into one sequence, attention kept within each row.
 
-The length-grouped order (:func:`searchlab.train.common.make_trainer`) sorts
+The length-grouped order (:func:`searchlab.train.common.make_sft_trainer`) sorts
 only a few batches at a time, so a padded batch of the demo's demonstrations
 is 12.5% padding, and its attention needs a mask, which keeps PyTorch off its
 causal kernel. TRL's padding-free collator (``padding_free=True``) joins the

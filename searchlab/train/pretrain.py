@@ -35,7 +35,7 @@ from searchlab.jsonl import iter_jsonl
 from searchlab.params import TinyPretrainParams
 from searchlab.train.common import (
     ProgressLog,
-    make_trainer,
+    make_sft_trainer,
     quiet_console,
     resume_point,
     run_figures,
@@ -141,8 +141,8 @@ def pretrain_lm(params: TinyPretrainParams, seed: int, model, tokenizer, corpus_
         learning_rate=params.learning_rate, warmup_steps=0.05, max_length=params.max_length,
         train_sampling_strategy="group_by_length",  # passages and drills differ in length
     )
-    trainer = make_trainer(seed, model=model, args=args, train_dataset=examples, processing_class=tokenizer,
-                           callbacks=[ProgressLog("base: pretraining step", {"loss": "loss"}).callback])
+    trainer = make_sft_trainer(seed, model=model, args=args, train_dataset=examples, processing_class=tokenizer,
+                               callbacks=[ProgressLog("base: pretraining step", {"loss": "loss"}).callback])
     quiet_console(trainer)
     tokens_before, started = tokens_seen(resume), time.perf_counter()
     result = trainer.train(resume_from_checkpoint=resume)

@@ -22,7 +22,7 @@ from searchlab.jsonl import read_jsonl
 from searchlab.params import Bucket, ModelParams, SFTParams
 from searchlab.train.common import (
     ProgressLog,
-    make_trainer,
+    make_sft_trainer,
     peft_config,
     resume_point,
     train_and_save,
@@ -152,9 +152,9 @@ def train_sft(params: SFTParams, model, tokenizer, demos_jsonl: Path, out_dir: P
         # batches of similar lengths: demonstrations range from one search to four, and padding is wasted compute
         train_sampling_strategy="group_by_length", **padding_free_batches(params.max_length),  # encode_demo cuts
     )
-    trainer = make_trainer(params.seed, model=model, args=args, train_dataset=train, eval_dataset=dev,
-                           processing_class=tokenizer, peft_config=peft_config(params.lora),
-                           callbacks=[ProgressLog("sft: step", SFT_PROGRESS).callback, *(callbacks or [])])
+    trainer = make_sft_trainer(params.seed, model=model, args=args, train_dataset=train, eval_dataset=dev,
+                               processing_class=tokenizer, peft_config=peft_config(params.lora),
+                               callbacks=[ProgressLog("sft: step", SFT_PROGRESS).callback, *(callbacks or [])])
     trainable = sum(t.numel() for t in trainer.model.parameters() if t.requires_grad)
     trained = train_and_save(trainer, tokenizer, resume, out_dir)
     if trained is None:  # not the main process

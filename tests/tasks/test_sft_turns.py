@@ -8,7 +8,7 @@ import logging
 from searchlab.agent.protocol import DemoStep, render_demonstration
 from searchlab.params import RolloutParams
 from searchlab.retrieval.base import Hit
-from tasks.sft import warn_if_turns_fall_short
+from searchlab.train.samples import warn_if_turns_fall_short
 
 PASSAGE = Hit("p1", '"Ardel"\nArdel lies in Fonia.', 3.0)
 
