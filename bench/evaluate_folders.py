@@ -69,7 +69,7 @@ def main() -> None:
     from searchlab.eval.metrics import compare, summarize
     from searchlab.params import load_params
     from searchlab.retrieval import open_retriever
-    from tasks.evaluate import torch_threads
+    from searchlab.eval.inputs import torch_threads
 
     p = load_params(ROOT / args.params, args.overrides)
     data = ROOT / p.runtime.data_dir

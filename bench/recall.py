@@ -55,7 +55,7 @@ def main() -> None:
     from searchlab.params import load_params
     from searchlab.retrieval import open_retriever
     from searchlab.scoring import exact_match
-    from tasks.evaluate import torch_threads
+    from searchlab.eval.inputs import torch_threads
 
     p = load_params(ROOT / args.params)
     data = ROOT / p.runtime.data_dir

@@ -106,7 +106,7 @@ def evaluate_agents(p, folders: dict[str, Path], retriever, out: Path,
     resumable shards in ``out``."""
     from searchlab.eval.run import run_evaluation
     from searchlab.model import load_agent
-    from tasks.evaluate import load_benchmarks
+    from searchlab.eval.inputs import load_benchmarks
 
     loaders = {name: (lambda folder=folder: load_agent(str(folder), p.model, p.rollout))
                for name, folder in folders.items()}
@@ -316,7 +316,7 @@ def main() -> None:
 
     from searchlab.params import load_params
     from searchlab.retrieval import open_retriever
-    from tasks.evaluate import torch_threads
+    from searchlab.eval.inputs import torch_threads
 
     p = load_params(ROOT / args.params, args.overrides)
     data = ROOT / p.runtime.data_dir

@@ -124,7 +124,7 @@ def main() -> None:
     from searchlab.params import load_params
     from searchlab.retrieval import open_retriever
     from sft_control import train_control
-    from tasks.evaluate import torch_threads
+    from searchlab.eval.inputs import torch_threads
 
     p = load_params(ROOT / args.params, args.overrides)
     data = ROOT / p.runtime.data_dir

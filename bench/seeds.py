@@ -105,7 +105,7 @@ def main() -> None:
     from rl_ablation import evaluate_agents  # the same evaluation as the ablation's (bench/ is on the path)
     from searchlab.params import load_params
     from searchlab.retrieval import open_retriever
-    from tasks.evaluate import torch_threads
+    from searchlab.eval.inputs import torch_threads
 
     p = load_params(ROOT / args.params, args.overrides)
     data = ROOT / p.runtime.data_dir

@@ -13,8 +13,9 @@ import pytest
 import yaml
 
 from searchlab.eval.benchmarks import BenchmarkError
+from searchlab.eval.inputs import load_benchmarks
 from searchlab.params import load_params
-from tasks.evaluate import STAGE, load_benchmarks
+from tasks.evaluate import STAGE
 from tasks.sft import STAGE as SFT_STAGE
 from tasks.stage import explain_change, fingerprint, fingerprint_inputs
 
@@ -111,7 +112,7 @@ def test_a_question_too_long_for_the_model_is_refused_before_any_episode_naming_
     from searchlab.eval.benchmarks import load_benchmark
     from searchlab.model.bootstrap import bootstrap_tiny
     from searchlab.params import TinyModelParams
-    from tasks.evaluate import check_lengths
+    from searchlab.eval.inputs import check_lengths
 
     spec = TinyModelParams(vocab_size=300, hidden_size=16, layers=1, heads=2, kv_heads=1, intermediate_size=16,
                            max_positions=1024)
@@ -128,7 +129,7 @@ def test_a_benchmark_whose_evidence_the_index_lacks_is_refused_naming_the_counts
     from searchlab.eval.benchmarks import load_benchmark
     from searchlab.eval.run import check_evidence
     from searchlab.retrieval.docstore import DocStoreWriter
-    from tasks.evaluate import indexed_ids
+    from searchlab.eval.inputs import indexed_ids
 
     with DocStoreWriter(tmp_path / "index/docstore") as store:
         for doc in ("kelmora-0", "kelmora-1", "halkrelt-0"):
