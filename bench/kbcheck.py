@@ -23,7 +23,7 @@ sys.path.insert(0, str(ROOT))
 def main() -> None:
     from searchlab.selfplay.verify import KBCheck
     from searchlab.synth.generate import Builder
-    from searchlab.synth.kb import KB
+    from searchlab.corpus.kb import KB
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--targets", type=int, default=600)

@@ -19,8 +19,8 @@ import argparse
 import random
 from pathlib import Path
 
+from searchlab.corpus.kb import KB, passage_states
 from searchlab.jsonl import read_jsonl
-from searchlab.synth.kb import KB, passage_states
 
 
 def _satisfies(kb: KB, entity, c: dict) -> bool:

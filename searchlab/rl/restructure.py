@@ -21,9 +21,9 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
+from searchlab.corpus.kb import KB, Entity, Fact
 from searchlab.scoring import cover_exact_match, normalize_answer
 from searchlab.synth.generate import Builder, Question
-from searchlab.synth.kb import KB, Entity, Fact
 # the qa stage's own check that each constraint is stated by its passage: a rewrite passes exactly that check
 from searchlab.synth.pipeline import evidence_matched
 from searchlab.synth.solvers import RuleReader

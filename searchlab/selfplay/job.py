@@ -17,7 +17,7 @@ def main(job: SelfPlayJob) -> None:
     """Self-play from the policy at ``job.start``; the main process writes the figures to ``job.result``."""
     import torch
 
-    from searchlab.synth.kb import KB
+    from searchlab.corpus.kb import KB
 
     model_params, rl = job.model, job.selfplay.as_rl()
     check_device(rl)

@@ -68,7 +68,7 @@ def train_selfplay(selfplay: SelfPlayParams, qa: QAParams, rollout: RolloutParam
                    callbacks: list | None = None, proposer: tuple | None = None) -> dict | None:
     """Play ``selfplay.rounds`` rounds from ``model``; the main process writes ``out_dir`` and returns the figures.
 
-    ``kb``: the corpus's :class:`searchlab.synth.kb.KB` (None: no knowledge base), for the KB check.
+    ``kb``: the corpus's :class:`searchlab.corpus.kb.KB` (None: no knowledge base), for the KB check.
     ``proposer``: ``(model, tokenizer)`` of a frozen proposer; None: the policy proposes.
     """
     from searchlab.selfplay.verify import KBCheck

@@ -36,11 +36,11 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 
+from searchlab.corpus.kb import KB
 from searchlab.eval.systems import searched_prompt
 from searchlab.params import RolloutParams
 from searchlab.retrieval.base import Hit
 from searchlab.scoring import cover_exact_match, exact_match, normalize_answer
-from searchlab.synth.kb import KB
 from searchlab.synth.lexicon import phrasing, words
 
 

@@ -27,10 +27,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from searchlab.agent.protocol import DemoStep, parse_trajectory, render_demonstration
+from searchlab.corpus.kb import KB
 from searchlab.retrieval.base import Hit, Retriever
 from searchlab.scoring import cover_exact_match
 from searchlab.synth.generate import Constraint, Question
-from searchlab.synth.kb import KB
 from searchlab.synth.lexicon import (
     about,
     backward_question,

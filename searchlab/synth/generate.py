@@ -29,11 +29,21 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
+from searchlab.corpus.kb import KB, Entity, Fact
 from searchlab.corpus.records import boolean_question, is_year
 from searchlab.record import QuestionRecord
 from searchlab.scoring import normalize_answer
-from searchlab.synth.kb import KB, Entity, Fact
-from searchlab.synth.lexicon import STYLE, Phrasing, article, fix_articles, is_person, phrasing, type_noun, words
+from searchlab.synth.lexicon import (
+    STYLE,
+    Phrasing,
+    article,
+    fact_label,
+    fix_articles,
+    is_person,
+    phrasing,
+    type_noun,
+    words,
+)
 
 
 BUCKETS = ("easy", "medium", "hard")  # difficulty buckets, easiest first (curriculum RL's order)
@@ -166,7 +176,7 @@ class Builder:
                                     for a in answers):
             return self._fail("answer_in_question")
         constraints = [Constraint(text=_hop_text(self.kb, f), predicate=f.predicate, op="hop", subject=f.subject,
-                                  value=f.value, passage=f.passage, label=self.kb.label(f),
+                                  value=f.value, passage=f.passage, label=fact_label(f),
                                   value_text=self.kb.value_text(f)) for f in facts]
         slot = {"predicate": last.predicate, **({"type": self.kb[last.value].type} if last.relation else {}),
                 **({"yes_no": True} if last.boolean else {})}
@@ -224,7 +234,7 @@ class Builder:
         if self._person(target) and text.startswith(("Which was ", "Which has ")):
             text = "Who" + text[len("Which"):]  # "Who was born earlier, ...?"
         constraints = [Constraint(text=_hop_text(self.kb, f), predicate=f.predicate, op="compare", subject=f.subject,
-                                  value=f.value, passage=f.passage, label=self.kb.label(f),
+                                  value=f.value, passage=f.passage, label=fact_label(f),
                                   value_text=self.kb.value_text(f)) for f in (fact, other)]
         return Question(id=qid, type="compare", question=text, answers=[winner.name], answer_entity=winner.id,
                         slot={"type": target.type}, hops=2, constraints=constraints,
@@ -390,7 +400,7 @@ class _Cue:
         self.count = self._count()
         self.constraint = Constraint(
             text=phrase, predicate=fact.predicate, op=op, subject=fact.subject, value=fact.value,
-            passage=fact.passage, label=kb.label(fact), matches=self.count, low=low, high=high,
+            passage=fact.passage, label=fact_label(fact), matches=self.count, low=low, high=high,
             value_text=kb.value_text(fact),
             via=None if via is None else {"predicate": via.predicate, "value": via.value, "subject": via.subject,
                                            "passage": via.passage, "value_text": kb.value_text(via)})

@@ -476,3 +476,9 @@ class Style:
 
 
 STYLE = Style()
+
+
+def fact_label(fact) -> str:
+    """A KB fact's logical relation to its subject (temporal, spatial, membership, creator/creation, ...): its
+    predicate's phrasing's label."""
+    return phrasing(fact.predicate, fact.numeric).label

@@ -29,6 +29,7 @@ from collections import Counter
 from pathlib import Path
 
 from searchlab.agent.protocol import instruction, proposer_instruction
+from searchlab.corpus.kb import KB, passage_states
 from searchlab.files import write_atomically
 from searchlab.jsonl import write_jsonl
 from searchlab.params import QUESTION_TYPES, QAParams, RetrieverParams
@@ -38,7 +39,6 @@ from searchlab.retrieval.base import TimedRetriever
 from searchlab.scoring import normalize_answer
 from searchlab.synth.demos import DemoWriter
 from searchlab.synth.generate import BUCKETS, Builder, Question
-from searchlab.synth.kb import KB, passage_states
 from searchlab.synth.report import write_datasheet
 from searchlab.synth.solvers import Roster
 

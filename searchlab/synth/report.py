@@ -5,9 +5,9 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
+from searchlab.corpus.kb import KB
 from searchlab.params import QUESTION_TYPES
 from searchlab.synth.generate import BUCKETS
-from searchlab.synth.kb import KB
 
 
 def write_datasheet(path: Path, stats: dict, records: list[dict], kb: KB, examples: int) -> None:

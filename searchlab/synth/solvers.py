@@ -19,10 +19,10 @@ import re
 from collections import Counter
 from functools import cached_property
 
+from searchlab.corpus.kb import KB
 from searchlab.params import SolverParams
 from searchlab.scoring import cover_exact_match, normalize_answer
 from searchlab.synth.generate import Question
-from searchlab.synth.kb import KB
 
 _WORD = re.compile(r"[a-z0-9]+")
 _STOP = frozenset("a an the of in on at to by for and or is was were which what who whom whose where when how "

@@ -100,6 +100,6 @@ def synth_index(synth_corpus) -> Path:
 @pytest.fixture(scope="session")
 def kb(synth_corpus):
     """The KB of ``synth_corpus``; shared by the session, read-only."""
-    from searchlab.synth.kb import KB
+    from searchlab.corpus.kb import KB
 
     return KB.load(synth_corpus)

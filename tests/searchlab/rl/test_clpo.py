@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
+from searchlab.corpus.kb import KB, Entity
 from searchlab.params import CLPOParams, RLParams
 from searchlab.rl.curriculum import Curriculum
 from searchlab.rl.restructure import Restructurer, chain_facts, clpo_restructurer
 from searchlab.scoring import normalize_answer
 from searchlab.synth.generate import Builder
-from searchlab.synth.kb import KB, Entity
 
 
 @pytest.fixture(scope="module")

@@ -227,7 +227,7 @@ def test_a_round_s_batch_has_both_roles_and_fills_missing_solver_groups(world, t
 
 def _capital_kb(capital: str):
     """A real KB in which Japan's capital is ``capital``."""
-    from searchlab.synth.kb import KB, Entity, Fact
+    from searchlab.corpus.kb import KB, Entity, Fact
 
     fact = Fact("japan", "capital", capital, False, "japan-0", capital)
     japan = Entity("japan", "country", "", "Japan", ["japan-0"], {"capital": [fact]})

@@ -10,10 +10,10 @@ import random
 
 import pytest
 
+from searchlab.corpus.kb import passage_states
 from searchlab.params import QUESTION_TYPES
 from searchlab.scoring import normalize_answer
 from searchlab.synth.generate import COUNT_CAP, Builder
-from searchlab.synth.kb import passage_states
 
 
 def _questions(kb, kind, n=60, seed=0):

@@ -8,9 +8,10 @@ from dataclasses import replace
 
 import pytest
 
+from searchlab.corpus.kb import KB
 from searchlab.params import SolverParams
 from searchlab.synth.generate import Builder
-from searchlab.synth.kb import KB
+from searchlab.synth.lexicon import fact_label
 from searchlab.synth.solvers import Roster, RuleReader
 
 
@@ -39,7 +40,7 @@ def test_kb_keeps_only_facts_their_passage_states_and_indexes_values(tmp_path):
     assert set(kb["a"].facts) == {"birth_year", "born_in"}
     assert sorted(kb.matching("born_in", "c")) == ["a", "b"]
     assert kb.in_range("birth_year", 1900, 1905) == ["a"] and kb.range_bounds("birth_year", 1900, None) == (0, 2)
-    assert kb.label(kb["a"].one("birth_year")) == "temporal" and kb.label(kb["a"].one("born_in")) == "spatial"
+    assert fact_label(kb["a"].one("birth_year")) == "temporal" and fact_label(kb["a"].one("born_in")) == "spatial"
     assert kb.passage_subject["b-0"] == "b" and kb.unique_name("a")
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from searchlab.corpus.kb import KB
 from searchlab.corpus.records import import_records
 from searchlab.jsonl import read_jsonl
 from searchlab.params import QUESTION_TYPES, WORLD_SUITES, BenchmarksParams, IndexParams, QAParams, RecordsParams
@@ -22,7 +23,6 @@ from searchlab.retrieval import build_index
 from searchlab.synth import synthesize, write_suites
 from searchlab.synth.benchmarks import suite_name, suite_names
 from searchlab.synth.generate import Builder
-from searchlab.synth.kb import KB
 from tests.searchlab.synth.conftest import RETRIEVER
 
 REFERENCES = ["capital", "country", "born_in", "citizen_of", "based_in"]

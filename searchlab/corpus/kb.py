@@ -1,4 +1,5 @@
-"""The knowledge base as question synthesis sees it: entities, facts tied to passages, and value indexes.
+"""The knowledge base the corpus stage writes, as its readers see it: entities, facts tied to passages, and
+value indexes (read by QA synthesis, self-play's KB check and CLPO's restructuring).
 
 :class:`KB` loads ``kb.jsonl`` and ``corpus.jsonl`` (see :mod:`searchlab.corpus.world`)
 and indexes facts by value, so that "which entities satisfy this cue" is a
@@ -17,7 +18,6 @@ from pathlib import Path
 
 from searchlab.jsonl import iter_jsonl
 from searchlab.progress import track
-from searchlab.synth.lexicon import phrasing
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,10 +151,6 @@ class KB:
         if fact.boolean:
             return "yes" if fact.value else "no"
         return self.value_text(fact)
-
-    def label(self, fact: Fact) -> str:
-        """The fact's logical relation to its subject (temporal, spatial, membership, creator/creation, ...)."""
-        return phrasing(fact.predicate, fact.numeric).label
 
 
 def passage_states(contents: str | None, subject: str, text: str) -> bool:
