@@ -10,7 +10,12 @@ process (``python -m searchlab.retrieval.build_worker``, the training jobs under
 stage uses makes it stale.
 
 The stage contract's own machinery (:data:`MACHINERY`) is left out: it decides
-*whether* a stage runs, not what the stage writes.
+*whether* a stage runs, not what the stage writes. So are the section modules that
+the params composite (:data:`COMPOSITE`) imports only to compose ``Params``
+(``searchlab/rl/config.py``, ...): a stage's code covers a section's module when
+the stage's own code imports it, and the values of every section the stage reads
+enter its fingerprint as params. A description edit in the rl config therefore
+makes rl and what reads rl stale, nothing upstream.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from pathlib import Path
 PROJECT_PACKAGES = ("searchlab", "tasks")
 MACHINERY = frozenset({"tasks.stage", "tasks.locking", "tasks.outputs", "tasks.resources", "tasks.run",
                        "tasks.registry"})
+COMPOSITE = "searchlab.params"  # composes every section: its imports of section modules (*.config) are not followed
 
 
 def module_file(name: str) -> Path | None:
@@ -102,5 +108,8 @@ def project_modules(root_module: str) -> tuple[str, ...]:
         seen.add(name)
         parts = name.split(".")
         todo += [".".join(parts[:i]) for i in range(1, len(parts))]  # the packages' __init__.py run first
-        todo += direct_imports(name, path, packages)
+        imports = direct_imports(name, path, packages)
+        if name == COMPOSITE:
+            imports = {m for m in imports if not m.endswith(".config") or m == "searchlab.config"}
+        todo += imports
     return tuple(sorted(seen))

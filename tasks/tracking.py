@@ -30,7 +30,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from searchlab.params import TrackingParams, registry_reference
+from searchlab.config import registry_reference
+from searchlab.params import TrackingParams
 from tasks.model_store import check_snapshot, snapshot, snapshot_intact, stat_cache, store_dir, weights_hash
 from tasks.processes import is_alive, process_identity
 

@@ -56,8 +56,15 @@ from typing import get_args
 
 from pydantic import ValidationError
 
-from searchlab.params import (CLPOParams, CurriculumKind, DifficultyCurriculumParams, NoiseCurriculumParams, RLParams,
-                              SECParams, Section)
+from searchlab.config import Section
+from searchlab.rl.config import (
+    CLPOParams,
+    CurriculumKind,
+    DifficultyCurriculumParams,
+    NoiseCurriculumParams,
+    RLParams,
+    SECParams,
+)
 from searchlab.rl.restructure import EASIER, NO_CANDIDATE, REPHRASED, Restructured, Restructurer
 from searchlab.scoring import normalize_answer
 from searchlab.synth.generate import BUCKETS

@@ -27,7 +27,8 @@ from transformers import TrainerCallback
 
 from searchlab.agent.rollout import rollout
 from searchlab.jsonl import read_jsonl
-from searchlab.params import RLParams, RolloutParams
+from searchlab.params import RolloutParams
+from searchlab.rl.config import RLParams
 from searchlab.scoring import exact_match
 
 START = "step-0"  # the starting policy's folder beside the checkpoints (keep: best)

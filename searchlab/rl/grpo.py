@@ -88,7 +88,8 @@ from searchlab.agent.replay import continued, prefix_through_search, replay
 from searchlab.agent.rollout import Rollout, rollout
 from searchlab.agent.samples import protocol_shares, trajectory_record
 from searchlab.jsonl import write_jsonl
-from searchlab.params import RLParams, RolloutParams
+from searchlab.params import RolloutParams
+from searchlab.rl.config import RLParams
 from searchlab.rl.curriculum import Curriculum
 from searchlab.rl.noisy import NoisyRetriever
 from searchlab.rl.renamed import RenamedRetriever, renamed_question

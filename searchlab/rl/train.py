@@ -15,7 +15,8 @@ from pathlib import Path
 
 from searchlab.agent.replay import demonstration_turns
 from searchlab.jsonl import iter_jsonl, read_jsonl, write_jsonl
-from searchlab.params import ModelParams, RetrieverParams, RLParams, RolloutParams
+from searchlab.params import ModelParams, RetrieverParams, RolloutParams
+from searchlab.rl.config import RLParams
 from searchlab.rl.curriculum import Curriculum
 from searchlab.rl.restructure import clpo_restructurer
 from searchlab.train.common import (

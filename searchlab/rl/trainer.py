@@ -22,7 +22,7 @@ from trl import GRPOTrainer
 from trl.trainer.utils import shuffle_sequence_dict, split_tensor_dict
 
 from searchlab.agent.protocol import ANSWER_OPEN
-from searchlab.params import RLParams
+from searchlab.rl.config import RLParams
 from searchlab.rl.advantages import igpo_token_advantages, information_gains, stratified_grpo_advantages, turn_index
 from searchlab.rl.curriculum import Curriculum
 from searchlab.rl.grpo import (

@@ -42,7 +42,8 @@ from searchlab.agent.protocol import proposer_instruction
 from searchlab.agent.replay import replay
 from searchlab.agent.rollout import Rollout, chat_prompt, encode_prompt, rollout
 from searchlab.jsonl import read_jsonl, write_jsonl
-from searchlab.params import RolloutParams, SelfPlayParams
+from searchlab.params import RolloutParams
+from searchlab.selfplay.config import SelfPlayParams
 from searchlab.rl.grpo import StepBatch, generation_model, policy_params, training_rollout_params, trl_batch
 from searchlab.rl.rewards import reward
 from searchlab.scoring import exact_match, normalize_answer

@@ -16,7 +16,8 @@ import logging
 from pathlib import Path
 
 from searchlab.jsonl import read_jsonl, write_jsonl
-from searchlab.params import ModelParams, QAParams, RetrieverParams, RolloutParams, SelfPlayParams
+from searchlab.params import ModelParams, QAParams, RetrieverParams, RolloutParams
+from searchlab.selfplay.config import SelfPlayParams
 from searchlab.rl.train import dev_figures, make_search_trainer
 from searchlab.scoring import normalize_answer
 from searchlab.selfplay.rounds import SelfPlayRounds, round_file, round_summary

@@ -92,7 +92,7 @@ def quiet_console(trainer) -> None:
 
 
 def peft_config(lora) -> Any:
-    """TRL's ``peft_config`` for ``lora`` (a :class:`searchlab.params.LoraParams`): a causal-LM ``LoraConfig``, or
+    """TRL's ``peft_config`` for ``lora`` (a :class:`searchlab.config.LoraParams`): a causal-LM ``LoraConfig``, or
     None when LoRA is off (full fine-tuning)."""
     if not lora.enabled:
         return None

@@ -19,7 +19,8 @@ from typing import get_args
 from searchlab.agent.protocol import environment_spans
 from searchlab.agent.rollout import chat_prompt, encode_completion, encode_prompt
 from searchlab.jsonl import read_jsonl
-from searchlab.params import Bucket, ModelParams, SFTParams
+from searchlab.config import Bucket
+from searchlab.params import ModelParams, SFTParams
 from searchlab.train.common import (
     ProgressLog,
     make_sft_trainer,

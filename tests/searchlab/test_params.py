@@ -137,7 +137,7 @@ def test_eval_models_are_named_by_their_source_or_explicitly():
 def test_the_bucket_names_are_the_qa_stage_s():
     from typing import get_args
 
-    from searchlab.params import Bucket
+    from searchlab.config import Bucket
     from searchlab.synth.generate import BUCKETS
 
     assert get_args(Bucket) == BUCKETS

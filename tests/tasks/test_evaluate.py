@@ -182,7 +182,8 @@ def _another(value, spec):
 
 
 def test_no_execution_field_of_any_section_changes_any_stage_s_fingerprint(tmp_path):
-    from searchlab.params import Params, execution_keys
+    from searchlab.config import execution_keys
+    from searchlab.params import Params
     from tasks.registry import STAGES
 
     base = _params()

@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
 
 import pytest
 
-from tasks.imports import MACHINERY, project_modules
+from tasks.imports import COMPOSITE, MACHINERY, direct_imports, module_file, project_modules
 from tasks.registry import STAGES
 from tasks.stage import Stage, _hash_code, code_hash
-from tests.conftest import REPO
+from tests.conftest import REPO, make_project
+
+# the section modules the params composite imports to compose Params: loaded by every stage, covered only by the
+# stages whose own code imports them (the values of the sections a stage reads are in its fingerprint as params)
+SECTIONS = {m for m in direct_imports(COMPOSITE, module_file(COMPOSITE)) if m.endswith(".config")} - {"searchlab.config"}
 
 
 @pytest.mark.parametrize("stage", STAGES, ids=lambda s: s.name)
@@ -23,7 +28,11 @@ def test_every_project_module_a_stage_loads_is_in_its_code(stage):
         [sys.executable, "-c", f"import json, sys, {module}; print(json.dumps(sorted(sys.modules)))"],
         cwd=REPO, capture_output=True, text=True, check=True).stdout)
     ours = {m for m in loaded if m.partition(".")[0] in ("searchlab", "tasks")}
-    assert ours - MACHINERY - {"tasks.imports"} <= set(project_modules(module))
+    # the section modules' packages run too: rl's and selfplay's __init__.py, which import nothing
+    packages = {m.rpartition(".")[0] for m in SECTIONS}
+    assert not any(direct_imports(p, module_file(p)) for p in packages)
+    sections = SECTIONS | packages
+    assert ours - MACHINERY - {"tasks.imports"} - sections <= set(project_modules(module))
 
 
 def test_the_modules_the_issue_found_missing_are_covered():
@@ -61,3 +70,37 @@ def test_editing_code_reached_only_through_a_deferred_import_or_a_child_process_
     (package / "worker.py").write_text("print('v2')\n")
     _hash_code.cache_clear()  # one process hashes the code once; this test edits it in between
     assert code_hash(stage, tmp_path) != before
+
+
+FINGERPRINTS = """
+import json
+from pathlib import Path
+from searchlab.params import load_params
+from tasks.registry import plan
+from tasks.stage import fingerprint, fingerprint_inputs
+params, fps = load_params("params/default.yaml"), {}
+for stage in plan([], params):
+    fps[stage.name] = fingerprint(fingerprint_inputs(stage, params, Path("."), fps))
+print(json.dumps(fps))
+"""
+
+
+def test_a_description_edit_in_the_rl_config_makes_only_the_grpo_stages_and_evaluation_stale(tmp_path):
+    """The rl section's module is in the code of the stages that import it (rl, and selfplay, which shares its GRPO
+    settings), not in every stage's through the params composite: nothing upstream of them reruns."""
+    assert SECTIONS == {"searchlab.rl.config", "searchlab.selfplay.config"}
+    project = make_project(tmp_path / "project", with_code=True)
+
+    def fingerprints() -> dict[str, str]:  # in the copy's own code (PYTHONPATH comes before the editable install)
+        return json.loads(subprocess.run([sys.executable, "-c", FINGERPRINTS], cwd=project, check=True, text=True,
+                                         capture_output=True, env={**os.environ, "PYTHONPATH": str(project)}).stdout)
+
+    before = fingerprints()
+    config = project / "searchlab/rl/config.py"
+    text = config.read_text()
+    old = 'description="optimizer steps; each rolls out a fresh batch"'
+    assert old in text
+    config.write_text(text.replace(old, 'description="optimizer steps, each rolling out a fresh batch"'))
+    after = fingerprints()
+    assert {name for name in before if before[name] != after[name]} == {"selfplay", "rl", "evaluate"}
+

@@ -46,7 +46,8 @@ from searchlab.agent.rollout import (
 )
 from searchlab.model import check_protocol_tokens, load_model
 from searchlab.model.gguf import PACKAGED, convert_gguf, gguf_file
-from searchlab.params import LoraParams, RolloutParams, SFTParams, SolverParams
+from searchlab.config import LoraParams
+from searchlab.params import RolloutParams, SFTParams, SolverParams
 from searchlab.train.sft import IGNORE, encode_demo, train_sft
 
 # one torch thread (tests/searchlab/conftest.py's one_thread): as fast as two here on an idle two-core machine

@@ -3,7 +3,8 @@ tokenizer are in this package's conftest.py)."""
 
 from __future__ import annotations
 
-from searchlab.params import RLParams, RolloutParams
+from searchlab.params import RolloutParams
+from searchlab.rl.config import RLParams
 from tests.toyworld import make_model
 
 # (id, question, answers, evidence passages of tests/toyworld.py's DOCS, difficulty bucket)

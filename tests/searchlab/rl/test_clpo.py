@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from searchlab.corpus.kb import KB, Entity
-from searchlab.params import CLPOParams, RLParams
+from searchlab.rl.config import CLPOParams, RLParams
 from searchlab.rl.curriculum import Curriculum
 from searchlab.rl.restructure import Restructurer, chain_facts, clpo_restructurer
 from searchlab.scoring import normalize_answer

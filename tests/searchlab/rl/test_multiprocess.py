@@ -44,7 +44,9 @@ from pathlib import Path
 import pytest
 
 from searchlab.jsonl import read_jsonl
-from searchlab.params import ModelParams, QAParams, RetrieverParams, RLParams, RolloutParams, SelfPlayParams
+from searchlab.params import ModelParams, QAParams, RetrieverParams, RolloutParams
+from searchlab.rl.config import RLParams
+from searchlab.selfplay.config import SelfPlayParams
 from searchlab.rl.train import RLJob, run_rl
 from searchlab.scoring import normalize_answer
 from searchlab.selfplay.train import SelfPlayJob, run_selfplay

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from searchlab.jsonl import read_jsonl
-from searchlab.params import RLParams
+from searchlab.rl.config import RLParams
 from searchlab.rl.train import gather_questions, training_questions
 
 

@@ -16,7 +16,8 @@ from transformers import Qwen2ForCausalLM, TrainerCallback
 
 from searchlab.agent.rollout import encode_completion
 from searchlab.jsonl import read_jsonl
-from searchlab.params import QAParams, RolloutParams, SelfPlayParams
+from searchlab.params import QAParams, RolloutParams
+from searchlab.selfplay.config import SelfPlayParams
 from searchlab.retrieval.base import Hit
 from searchlab.selfplay.rounds import SelfPlayRounds, proposer_reward
 from searchlab.selfplay.seeds import draw_seeds, seed_answers
