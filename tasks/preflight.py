@@ -23,6 +23,7 @@ from searchlab.corpus.importers import jsonl_records, passage
 from searchlab.eval.benchmarks import BenchmarkError, detect_format, load_benchmark
 from searchlab.jsonl import RecordError
 from searchlab.params import Params, key_origins
+from searchlab.train.launch import vllm_problem
 from tasks.evaluate import uses_built_in_suites
 from tasks.registry import BY_NAME, plan
 from tasks.stage import Stage
@@ -126,12 +127,10 @@ def _machine(params: Params, names: set[str]):
     vllm = {"rl.use_vllm": "rl" in names and params.rl.use_vllm,
             "selfplay.use_vllm": "selfplay" in names and params.selfplay.use_vllm,
             "rollout.engine": params.rollout.engine == "vllm" and bool(names & {"sft", "rl", "selfplay", "evaluate"})}
-    if any(vllm.values()):
-        import torch
-
-        if not torch.cuda.is_available():
-            for key in (k for k, wanted in vllm.items() if wanted):
-                yield key, "vLLM needs a CUDA GPU, and this machine has none"
+    for key, wanted in vllm.items():
+        problem = vllm_problem(wanted)
+        if problem:
+            yield key, problem
 
 
 def _corpus(params: Params, root: Path, names: set[str], inputs: dict[str, str]):

@@ -22,7 +22,7 @@ from tasks.stage import Stage, StageContext, registered_as
 
 def _build(ctx: StageContext) -> dict:
     p = ctx.params
-    check_device(p.rl)
+    check_device(p.rl.use_vllm, "rl.use_vllm")
     config = ctx.accelerate_config()
     files = {"qa": "train.jsonl", "selfplay": "questions.jsonl"}
     questions = ctx.work_dir / "questions.jsonl"

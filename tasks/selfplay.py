@@ -21,7 +21,7 @@ from tasks.stage import Stage, StageContext, registered_as
 
 def _build(ctx: StageContext) -> dict:
     p = ctx.params
-    check_device(p.selfplay.as_rl())
+    check_device(p.selfplay.use_vllm, "selfplay.use_vllm")
     config = ctx.accelerate_config()
     start = resolve(p.selfplay.init, "selfplay.init", p, ctx.root, ctx.inputs)
     job = SelfPlayJob(model=p.model, rollout=p.rollout, selfplay=p.selfplay, qa=p.qa, retriever=p.retriever,

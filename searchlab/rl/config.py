@@ -13,6 +13,12 @@ from searchlab.config import EXECUTION, Bucket, LoraParams, Section, check_init,
 CurriculumKind = Literal["difficulty", "sec", "noise", "clpo"]
 
 
+def clpo_clash(kinds) -> list[str]:
+    """The curricula of ``kinds`` that ``clpo`` cannot be combined with: it draws from its own pool, and only
+    ``noise`` composes with it (the rule the params and :class:`searchlab.rl.curriculum.Curriculum` both apply)."""
+    return sorted({"difficulty", "sec"} & set(kinds)) if "clpo" in kinds else []
+
+
 class RewardParams(Section):
     """How an RL episode is rewarded: outcome of the parsed answer, format penalty, evidence bonus, hack guards."""
 
@@ -271,7 +277,7 @@ class RLParams(GRPOTrainingParams):
             raise ValueError(f"rl.curriculum: each kind once, got {self.curriculum}")
         if not self.questions or len(set(self.questions)) != len(self.questions):
             raise ValueError(f"rl.questions: qa, selfplay or both, each once; got {self.questions}")
-        if "clpo" in self.curriculum and {"difficulty", "sec"} & set(self.curriculum):
+        if clpo_clash(self.curriculum):
             raise ValueError(f"rl.curriculum: clpo draws from its own pool and combines only with noise, got "
                              f"{self.curriculum}")
         if self.clpo.too_hard_at >= self.clpo.mastered_at:

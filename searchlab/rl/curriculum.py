@@ -64,6 +64,7 @@ from searchlab.rl.config import (
     NoiseCurriculumParams,
     RLParams,
     SECParams,
+    clpo_clash,
 )
 from searchlab.rl.restructure import EASIER, NO_CANDIDATE, REPHRASED, Restructured, Restructurer
 from searchlab.scoring import normalize_answer
@@ -494,7 +495,7 @@ class Curriculum:
         if unknown:
             raise ValueError(f"unknown curriculum kind(s) {', '.join(map(repr, unknown))}; "
                              f"allowed: {', '.join(KINDS)}")
-        clash = sorted({"difficulty", "sec"} & set(kinds)) if "clpo" in kinds else []
+        clash = clpo_clash(kinds)
         if clash:
             raise ValueError(f"the clpo curriculum draws from its own pool and cannot be combined with "
                              f"{', '.join(clash)}; it combines only with noise")

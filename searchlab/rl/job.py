@@ -20,7 +20,7 @@ def main(job: RLJob) -> None:
     import torch
 
     rl = job.rl
-    check_device(rl)
+    check_device(rl.use_vllm, "rl.use_vllm")
     if rl.threads and not torch.cuda.is_available():
         torch.set_num_threads(rl.threads)
     # on the CPU in full precision; the Trainer moves it to this rank's device and mixes precision itself

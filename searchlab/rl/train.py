@@ -26,7 +26,7 @@ from searchlab.train.common import (
     train_and_save,
     trainer_settings,
 )
-from searchlab.train.launch import Job, launch, world_size
+from searchlab.train.launch import Job, launch, vllm_problem, world_size
 from searchlab.train.renaming import corpus_titles
 
 
@@ -90,13 +90,12 @@ def run_rl(job: RLJob, accelerate_config: str | None = None) -> dict:
     return launch("searchlab.rl.job", job, job.work_dir, job.rl.num_processes, accelerate_config)
 
 
-def check_device(rl: RLParams) -> None:
-    """Refuse, naming the key, what this machine cannot do: vLLM rollouts without CUDA."""
-    import torch
-
-    if rl.use_vllm and not torch.cuda.is_available():
-        raise ValueError("rl.use_vllm: vLLM rollouts need a CUDA GPU, and this machine has none; set rl.use_vllm: "
-                         "false")
+def check_device(use_vllm: bool, key: str) -> None:
+    """Refuse, naming the key (``rl.use_vllm``, ``selfplay.use_vllm``), what this machine cannot do: vLLM rollouts
+    without CUDA (:func:`searchlab.train.launch.vllm_problem`)."""
+    problem = vllm_problem(use_vllm)
+    if problem:
+        raise ValueError(f"{key}: {problem}; set {key}: false")
 
 
 RL_PROGRESS = {"reward": "reward", "EM": "episode/outcome", "searches": "episode/searches"}

@@ -20,7 +20,7 @@ def main(job: SelfPlayJob) -> None:
     from searchlab.corpus.kb import KB
 
     model_params, rl = job.model, job.selfplay.as_rl()
-    check_device(rl)
+    check_device(rl.use_vllm, "selfplay.use_vllm")
     if rl.threads and not torch.cuda.is_available():
         torch.set_num_threads(rl.threads)
     model, tokenizer = load_model(str(job.start), model_params.trust_remote_code, model_params.dtype, device="cpu")

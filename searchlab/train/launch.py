@@ -52,6 +52,16 @@ from searchlab.progress import quiet_libraries
 ERROR_LINES = 20  # of the worker's traceback in a LaunchError: its innermost frames and the exception
 
 
+def vllm_problem(wanted: bool) -> str | None:
+    """The one rule of what vLLM rollouts need of this machine, read by the stages and by the plan: None when
+    they are not ``wanted`` or can run, else the problem (no CUDA GPU)."""
+    if not wanted:
+        return None
+    import torch
+
+    return None if torch.cuda.is_available() else "vLLM needs a CUDA GPU, and this machine has none"
+
+
 class LaunchError(RuntimeError):
     """A launched training job failed; the message names its exit status, the worker's exception and the command."""
 

@@ -122,9 +122,9 @@ def test_igpo_adds_information_gain_to_model_tokens_only(world, tokenizer, tmp_p
 def test_vllm_rollouts_without_cuda_are_refused_naming_the_key():
     from searchlab.rl.train import check_device
 
-    check_device(_rl())  # the default asks for no GPU
-    with pytest.raises(ValueError, match="rl.use_vllm"):
-        check_device(_rl(use_vllm=True))
+    check_device(_rl().use_vllm, "rl.use_vllm")  # the default asks for no GPU
+    with pytest.raises(ValueError, match="^selfplay.use_vllm: vLLM needs a CUDA GPU"):
+        check_device(True, "selfplay.use_vllm")
 
 
 def test_grad_accum_must_divide_a_step_s_episodes():
