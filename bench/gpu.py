@@ -123,7 +123,7 @@ import torch  # noqa: E402
 TINY = dict(vocab_size=4096, hidden_size=128, layers=4, heads=4, kv_heads=2, intermediate_size=512,
             max_positions=3072, seed=0)
 #: rollout.* (schema defaults) and the RL overrides of params/default.yaml: rl.temperature 0.7, top-p 1
-#: (searchlab.rl.grpo.training_rollout_params), batch rl.questions_per_step 4 x rl.num_generations 8.
+#: (searchlab.rl.env.training_rollout_params), batch rl.questions_per_step 4 x rl.num_generations 8.
 ROLLOUT = dict(max_new_tokens=96, max_turns=6, topk=3, max_information_tokens=384, temperature=0.7, top_p=1.0,
                batch_size=32)
 #: sft.batch_size and sft.max_length (schema defaults).

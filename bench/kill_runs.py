@@ -77,7 +77,7 @@ def kill_in_stage(project: Path, stage: str, sig: int) -> tuple[int, list[str]]:
         for child in descendants(proc.pid):
             seen[child.pid] = child
         if any(job in " ".join(child.cmdline()) for child in seen.values() if child.is_running()
-               for job in ("sft_job", "pretrain_job", "rl.job")):
+               for job in ("sft_worker", "pretrain_worker", "rl.worker")):
             time.sleep(3)
             break
         time.sleep(0.1)

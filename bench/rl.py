@@ -116,8 +116,8 @@ def main() -> None:
     from searchlab.params import load_params
     from searchlab.retrieval import open_retriever
     from searchlab.rl.curriculum import Curriculum
-    from searchlab.rl.grpo import training_rollout_params
-    from searchlab.rl.train import train_rl
+    from searchlab.rl.env import training_rollout_params
+    from searchlab.rl.train import rl_job, train_rl
     from searchlab.train.base import start_model
     from searchlab.train.sft import train_sft
 
@@ -137,8 +137,8 @@ def main() -> None:
                                      "keep": "last"})
         model, tokenizer = load_model(str(data / "sft"), device="cpu")
         started = time.perf_counter()
-        rl_figures = train_rl(rl, p.rollout, model, tokenizer, retriever, data / "qa/train.jsonl",
-                              data / "corpus/corpus.jsonl", tmp / "rl", tmp / "rl-work")
+        rl_figures = train_rl(rl_job(p, data, data / "sft", tmp / "rl", tmp / "rl-work", rl=rl), model, tokenizer,
+                              retriever)
         wall = time.perf_counter() - started
         rollout_s, reward_s, train_s = (rl_figures["rollout_seconds"], rl_figures["reward_seconds"],
                                         rl_figures["train_seconds"])

@@ -79,7 +79,7 @@ def train_row(name: str, overrides: list[str], args, out: Path, retriever) -> di
     """Train row ``name`` (unless its policy is in ``out/name``); its figures, also kept as ``figures.json``."""
     from searchlab.model import load_model
     from searchlab.params import load_params
-    from searchlab.rl.train import train_rl
+    from searchlab.rl.train import rl_job, train_rl
 
     folder = out / name
     if (folder / "figures.json").is_file():
@@ -89,9 +89,7 @@ def train_row(name: str, overrides: list[str], args, out: Path, retriever) -> di
     data = ROOT / p.runtime.data_dir
     model, tokenizer = load_model(str(args.sft), device="cpu")
     started = time.perf_counter()
-    figures = train_rl(p.rl, p.rollout, model, tokenizer, retriever, data / "qa/train.jsonl",
-                       data / "corpus/corpus.jsonl", folder, out / f"{name}-work", dev_jsonl=data / "qa/dev.jsonl",
-                       demos_jsonl=data / "qa/demos.jsonl")
+    figures = train_rl(rl_job(p, data, data / "sft", folder, out / f"{name}-work"), model, tokenizer, retriever)
     figures["train_seconds_total"] = round(time.perf_counter() - started, 1)
     figures["overrides"] = [*common, *args.overrides, *overrides]
     figures.update(signal_shares(read_jsonl(folder / "train_log.jsonl")))

@@ -92,7 +92,7 @@ def main() -> None:
     from searchlab.model import load_model
     from searchlab.params import load_params
     from searchlab.retrieval import open_retriever
-    from searchlab.rl.train import train_rl
+    from searchlab.rl.train import rl_job, train_rl
     from searchlab.eval.inputs import torch_threads
 
     p = load_params(ROOT / args.params, args.overrides)
@@ -117,9 +117,8 @@ def main() -> None:
             write_jsonl(questions_jsonl, pick_questions(model, tokenizer, retriever, train, args.questions, args.pick,
                                                         p.rollout))
         started = time.perf_counter()
-        figures = train_rl(p.rl, p.rollout, model, tokenizer, retriever, questions_jsonl,
-                           data / "corpus/corpus.jsonl", out / "policy", out / "work", dev_jsonl=questions_jsonl,
-                           demos_jsonl=data / "qa/demos.jsonl")
+        figures = train_rl(rl_job(p, data, data / "sft", out / "policy", out / "work", questions=questions_jsonl)
+                           .model_copy(update={"dev": questions_jsonl}), model, tokenizer, retriever)
     seconds = time.perf_counter() - started
     table = fit_table(read_jsonl(out / "policy/train_log.jsonl"))
     header = (f"RL fit: {args.questions} fixed training questions ({args.pick}), {args.steps} steps of "

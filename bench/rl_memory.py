@@ -36,7 +36,7 @@ def one_run(accum: int, steps: int, params: str) -> None:
     from searchlab.model import load_model
     from searchlab.params import load_params
     from searchlab.retrieval import open_retriever
-    from searchlab.rl.train import train_rl
+    from searchlab.rl.train import rl_job, train_rl
 
     torch.set_num_threads(2)
     p = load_params(ROOT / params)
@@ -46,8 +46,8 @@ def one_run(accum: int, steps: int, params: str) -> None:
     with tempfile.TemporaryDirectory() as tmp, open_retriever(p.retriever, data / "index") as retriever:
         model, tokenizer = load_model(str(data / "sft"), device="cpu")
         started = time.perf_counter()
-        figures = train_rl(rl, p.rollout, model, tokenizer, retriever, data / "qa/train.jsonl",
-                           data / "corpus/corpus.jsonl", Path(tmp) / "rl", Path(tmp) / "rl-work")
+        figures = train_rl(rl_job(p, data, data / "sft", Path(tmp) / "rl", Path(tmp) / "rl-work", rl=rl), model, tokenizer,
+                           retriever)
         wall = time.perf_counter() - started
     peak_gb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
     print(f"grad_accum {accum} (micro-batch {p.rl.questions_per_step * p.rl.num_generations // accum}): "

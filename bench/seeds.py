@@ -51,15 +51,14 @@ def train_sft_seed(p, seed: int, folder: Path, work: Path) -> None:
 def train_rl_seed(p, seed: int, start: Path, folder: Path, work: Path, retriever) -> None:
     """The rl policy of ``seed`` from ``start`` in ``folder`` (unless there already)."""
     from searchlab.model import load_model
-    from searchlab.rl.train import train_rl
+    from searchlab.rl.train import rl_job, train_rl
 
     if (folder / "config.json").is_file():
         return
     data = ROOT / p.runtime.data_dir
     model, tokenizer = load_model(str(start), device="cpu")
-    train_rl(p.rl.model_copy(update={"seed": seed}), p.rollout, model, tokenizer, retriever,
-             data / "qa/train.jsonl", data / "corpus/corpus.jsonl", folder, work, dev_jsonl=data / "qa/dev.jsonl",
-             demos_jsonl=data / "qa/demos.jsonl")
+    train_rl(rl_job(p, data, data / "sft", folder, work, rl=p.rl.model_copy(update={"seed": seed})), model,
+             tokenizer, retriever)
 
 
 def interval(values: list[float]) -> tuple[float, float, float]:

@@ -85,7 +85,7 @@ class StopAfter:
 
 def knowledge_figures(folder: str, path: Path) -> dict:
     from searchlab.jsonl import read_jsonl
-    from searchlab.params import SolverParams
+    from searchlab.synth.config import SolverParams
     from searchlab.scoring import cover_exact_match, exact_match
     from searchlab.synth.models import ModelSolver
 
@@ -103,15 +103,15 @@ def rl_step(params, accum: int) -> dict:
     """One GRPO step with ``rl.grad_accum = accum`` in this process: seconds, peak RSS, tokens/s."""
     from searchlab.model import load_model
     from searchlab.retrieval import open_retriever
-    from searchlab.rl.train import train_rl
+    from searchlab.rl.train import rl_job, train_rl
 
     data = ROOT / params.runtime.data_dir
     rl = params.rl.model_copy(update={"grad_accum": accum, "steps": 1, "samples": 0})
     model, tokenizer = load_model(str(data / "sft"), dtype=params.model.dtype, device="cpu")
     with open_retriever(params.retriever, data / "index") as retriever, tempfile.TemporaryDirectory() as tmp:
         started = time.perf_counter()
-        figures = train_rl(rl, params.rollout, model.train(), tokenizer, retriever, data / "qa" / "train.jsonl",
-                           data / "corpus" / "corpus.jsonl", Path(tmp) / "out", Path(tmp) / "work")
+        figures = train_rl(rl_job(params, data, data / "base", Path(tmp) / "out", Path(tmp) / "work", rl=rl),
+                           model.train(), tokenizer, retriever)
     return {"grad_accum": accum, "seconds": round(time.perf_counter() - started, 1),
             "peak_rss_gb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 2),
             "tokens_per_s": figures["tokens_per_s"]}

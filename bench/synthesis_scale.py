@@ -28,7 +28,7 @@ def _worker(entities: int, root: Path) -> None:
     from searchlab.corpus.world import generate_world
     from searchlab.params import IndexParams, Params, WorldParams
     from searchlab.retrieval import build_index
-    from searchlab.synth import synthesize
+    from searchlab.synth.pipeline import synthesize
 
     corpus, index, out, work = (root / n for n in ("corpus", "index", "qa", "work"))
     for folder in (corpus, index, out):

@@ -8,8 +8,6 @@ the files.
 
 from __future__ import annotations
 
-from typing import Literal
-
 from pydantic import BaseModel, ConfigDict, Field
 
 
@@ -28,7 +26,8 @@ def execution_keys(section: type[BaseModel]) -> set[str]:
             if isinstance(spec.json_schema_extra, dict) and spec.json_schema_extra.get("execution")}
 
 
-Bucket = Literal["easy", "medium", "hard"]  # difficulty buckets, as searchlab.synth.generate.BUCKETS (a test checks)
+# A user-chosen name (a benchmark, a question file, a model in eval.models): it becomes part of metric and file names
+NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
 
 
 class LoraParams(Section):

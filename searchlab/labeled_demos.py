@@ -29,7 +29,7 @@ from collections.abc import Sequence
 
 from searchlab.agent.protocol import DemoStep, instruction, render_demonstration
 from searchlab.corpus.importers import split_contents
-from searchlab.retrieval.base import Hit, Retriever
+from searchlab.retrieval.base import Retriever
 from searchlab.scoring import cover_exact_match, normalize_answer
 
 SEARCH_THINK = "I need to look this up."

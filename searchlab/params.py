@@ -10,8 +10,9 @@ key into the other's, its lists and scalars replace the other's whole.
 a :class:`ParamsError` that names the dotted key and, where the key came from a
 file, that file (the parent's, for a key it inherits) and its line.
 
-The ``rl`` and ``selfplay`` sections live beside the code they configure
-(:mod:`searchlab.rl.config`, :mod:`searchlab.selfplay.config`), on the shared base
+The ``qa``, ``benchmarks``, ``sft``, ``rl``, ``selfplay`` and ``eval`` sections live beside the code they
+configure (:mod:`searchlab.synth.config`, :mod:`searchlab.train.config`, :mod:`searchlab.rl.config`,
+:mod:`searchlab.selfplay.config`, :mod:`searchlab.eval.config`), on the shared base
 of :mod:`searchlab.config`; this module composes them with the other sections
 into :class:`Params`. A stage's fingerprint covers a section's module only when
 the stage's code imports it (:mod:`tasks.imports`).
@@ -23,28 +24,18 @@ the stage's code imports it (:mod:`tasks.imports`).
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
 from pydantic import Field, ValidationError, model_validator
 
-from searchlab.config import (
-    EXECUTION,
-    Bucket,
-    LoraParams,
-    Section,
-    check_registry_alias,
-    execution_keys,
-    registry_reference,
-)
+from searchlab.config import EXECUTION, Section, execution_keys
+from searchlab.eval.config import EvalParams
 from searchlab.rl.config import RLParams
 from searchlab.selfplay.config import SelfPlayParams
-
-
-# Names become file names (predictions/<benchmark>/<model>-<system>.jsonl) and MLflow metric names.
-_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
+from searchlab.synth.config import BenchmarksParams, QAParams
+from searchlab.train.config import SFTParams
 
 
 # ---------------------------------------------------------------- corpus
@@ -157,182 +148,7 @@ class RetrieverParams(Section):
         return self
 
 
-# ---------------------------------------------------------------- qa synthesis
-QuestionType = Literal["single", "bridge", "compare", "compose", "oblique"]
-QUESTION_TYPES: tuple[str, ...] = ("single", "bridge", "compare", "compose", "oblique")
-
-
-class SolverParams(Section):
-    """One solver of the consensus filter: what it sees (``role``) and what answers (``backend``)."""
-
-    name: str = Field(description="the solver's name, unique among `qa.solvers`")
-    role: Literal["closed_book", "one_shot", "gold"] = Field(
-        description="closed_book: the question alone; one_shot: top-k BM25 passages for the whole question; "
-                    "gold: the question's gold evidence passages")
-    backend: Literal["rules", "hf", "openai"] = Field(
-        "rules", description="rules: the built-in lexical reader; hf: a Hugging Face causal LM; "
-                             "openai: an OpenAI-compatible chat endpoint")
-    model: str | None = Field(None, description="Hugging Face path or id (hf) or model name (openai)")
-    url: str | None = Field(None, description="base URL of the OpenAI-compatible endpoint, e.g. http://127.0.0.1:8001/v1")
-    api_key_env: str | None = Field(None, description="environment variable holding the endpoint's API key")
-    samples: int = Field(1, ge=1, description="answers drawn per question; the pass rate is their mean cover-EM")
-    temperature: float = Field(0.0, ge=0, description="sampling temperature of an `hf` or `openai` solver; 0: greedy")
-    max_new_tokens: int = Field(32, ge=1, description="most tokens of an `hf` or `openai` solver's answer")
-    topk: int = Field(3, ge=1, description="passages a one_shot solver reads")
-    trust_remote_code: bool = Field(False, description="allow an `hf` solver's checkpoint to run its own Python code")
-
-    @model_validator(mode="after")
-    def _model_needs_name(self) -> "SolverParams":
-        if self.backend != "rules" and not self.model:
-            raise ValueError(f"solver {self.name!r}: backend {self.backend!r} needs `model`")
-        if self.backend == "openai" and not self.url:
-            raise ValueError(f"solver {self.name!r}: backend 'openai' needs `url`")
-        return self
-
-
-def _default_solvers() -> list[SolverParams]:
-    return [SolverParams(name="closed-book", role="closed_book"),
-            SolverParams(name="bm25-one-shot", role="one_shot"),
-            SolverParams(name="gold-reader", role="gold")]
-
-
-class FilterParams(Section):
-    """Consensus thresholds: a question is kept when every bound holds (rates are means over a role's solvers)."""
-
-    min_gold_pass: float = Field(1.0, ge=0, le=1, description="kept only if the gold-evidence solvers answer it (mean "
-                                                              "cover-EM) at least this often")
-    max_closed_book_pass: float = Field(0.0, ge=0, le=1, description="dropped if the closed-book solvers answer it "
-                                                                     "more often (not applied to two-way comparisons, "
-                                                                     "which chance answers half the time)")
-    max_one_shot_pass: dict[QuestionType, float] = Field(
-        default_factory=lambda: {"single": 1.0, "bridge": 0.0, "compare": 1.0, "compose": 0.0, "oblique": 0.0},
-        description="per type: dropped if one BM25 search answers it more often (single-hop questions are one search "
-                    "by design)")
-
-
-class DemoParams(Section):
-    """Demonstrations: trajectories through the real retriever that SFT learns from."""
-
-    topk: int = Field(3, ge=1, description="passages per `<information>` block (as the agent will see them)")
-    max_rephrasings: int = Field(2, ge=0, description="other phrasings tried when a search misses the needed passage")
-    max_searches: int = Field(3, ge=1, description="with `qa.source: files`: searches a demonstration made from a "
-                                                   "labeled question may take, the question's own first, then the "
-                                                   "supporting titles a file names (HotpotQA's supporting facts) "
-                                                   "that no earlier search showed; keep it below `rollout.max_turns`, "
-                                                   "or the agent is cut off before the answer")
-    proposer: bool = Field(True, description="also write the self-play proposer's demonstrations for single, bridge "
-                                             "and compose questions (`role: proposer` in `demos.jsonl`; SFT trains "
-                                             "both roles): the answer in the prompt, searches back along the evidence "
-                                             "chain, the question in `<question>` tags")
-    cite: bool = Field(False, description="solver demonstrations cite the passage stating each hop's fact (`<cite> "
-                                          "Doc N </cite>` in the turn after the search that found it), so SFT teaches "
-                                          "the citations `rl.reward.rubric_weight` (C-GRPO) rewards; `false` leaves "
-                                          "the demonstrations byte for byte as before")
-
-
-# Kept equal to searchlab.eval.benchmarks.FORMATS (a test checks): the schema cannot import the evaluation library.
-BenchmarkFormat = Literal["auto", "flashrag", "nq-open", "hotpotqa", "json", "search-r1"]
-
-
-class QuestionFileParams(Section):
-    """A file of labeled questions in one of the field's formats (read by
-    :func:`searchlab.eval.benchmarks.load_benchmark`): a benchmark to evaluate on, or training questions."""
-
-    path: str = Field(description="the file, relative to the project root (or absolute); its content enters the "
-                                  "fingerprint of the stage that reads it, so editing it reruns that stage")
-    format: BenchmarkFormat = Field("auto", description="`flashrag` (JSONL `{id, question, golden_answers, "
-                                                        "metadata}`), `nq-open` (JSONL `{question, answer}`), "
-                                                        "`hotpotqa` (JSON list of `{_id, question, answer}`), `json` "
-                                                        "(JSON list of `{question, answer or answers}`), `search-r1` "
-                                                        "(Search-R1's verl rows, JSONL or Parquet), or `auto`: told "
-                                                        "from the extension and the first record")
-    sample: int | None = Field(None, ge=1, description="a seeded sample of this many questions; null: all")
-    seed: int = Field(0, description="seed of the sample")
-
-
-class QAParams(Section):
-    """The training questions: synthesized from the corpus's KB (BMGQ-style: evidence clusters, reverse-constructed
-    questions, filters, demonstrations), or read from labeled files in the field's formats."""
-
-    source: Literal["synthesis", "files"] = Field(
-        "synthesis", description="`synthesis`: questions, demonstrations and held-out suites synthesized from the "
-                                 "corpus's KB (the keys below); `files`: the labeled questions of `qa.files` (no KB), "
-                                 "with demonstrations made by searching them (`demos.topk`)")
-    files: dict[str, QuestionFileParams] = Field(
-        default_factory=dict, description="with `source: files`, training question files by name: `{path, format, "
-                                          "sample, seed}`, read as `eval.benchmarks` files are; written to "
-                                          "`train.jsonl`/`dev.jsonl` with `type` the file's name and no difficulty "
-                                          "bucket")
-    on_overlap: Literal["drop", "fail"] = Field("drop", description="a training question an evaluated benchmark "
-                                                                    "(`eval.benchmarks`, read whole) also holds, by "
-                                                                    "normalised text or id: `drop` (counted in the "
-                                                                    "manifest and `overlap.json`) or `fail` (the "
-                                                                    "stage fails naming it)")
-    seed: int = Field(0, description="every shard draws from its own stream seeded by this and its number; with "
-                                     "`files`, the seed of the dev split")
-    shard_size: int = Field(200, ge=1, description="target entities per shard, the unit of resume after a crash")
-    attempts_per_target: int = Field(2, ge=1, description="questions tried per target entity")
-    heldout_attempts_per_target: int = Field(0, ge=0, description="more questions tried per target entity, from a "
-                                                                  "random stream of their own, kept only when their "
-                                                                  "answer is held out: larger benchmark suites (150 "
-                                                                  "to 200 questions each in the demo) with exactly "
-                                                                  "the same training questions")
-    types: dict[QuestionType, float] = Field(
-        default_factory=lambda: {"single": 0.2, "bridge": 0.25, "compare": 0.15, "compose": 0.2, "oblique": 0.2},
-        description="share of each question type among attempts")
-    min_cue_matches: int = Field(2, ge=2, description="an oblique cue alone must match at least this many entities of "
-                                                      "the answer's type")
-    max_cues: int = Field(4, ge=2, description="most cues an oblique question combines")
-    yes_no: bool = Field(False, description="let boolean facts answer questions ('Is Aruba landlocked?' → `no`); off, "
-                                            "they are only cues, since a guesser gets half of yes/no questions right")
-    heldout_share: float = Field(0.15, ge=0, lt=1, description="share of answers (by normalised answer) reserved for "
-                                                               "benchmarks")
-    dev_share: float = Field(0.05, ge=0, lt=1, description="share of training questions kept as dev")
-    rank_depth: int = Field(100, ge=1, description="BM25 depth at which the answer passage's rank is looked up")
-    nli_model: str | None = Field(None, description="Hugging Face NLI model checking that each evidence passage "
-                                                    "entails its fact; `null`: a structured check (the passage is the "
-                                                    "subject's and contains the value)")
-    solvers: list[SolverParams] = Field(
-        default_factory=_default_solvers, description="the consensus filter's roster, each `{name, role, backend, "
-                                                      "...}` (the keys below); by default closed-book, bm25-one-shot "
-                                                      "(top 3) and gold-reader, all `rules`")
-    filter: FilterParams = Field(FilterParams(), description="consensus thresholds: a question is kept only when "
-                                                             "every bound holds")
-    demos: DemoParams = Field(DemoParams(), description="the demonstrations SFT learns from: trajectories through the "
-                                                        "real retriever")
-    examples: int = Field(10, ge=0, description="example questions with evidence chains in `datasheet.md`")
-
-    @model_validator(mode="after")
-    def _check(self) -> "QAParams":
-        if self.source == "files" and not self.files:
-            raise ValueError("qa.files: qa.source is 'files', so name at least one training question file, e.g. "
-                             "{nq: {path: data-in/nq-train.parquet}}")
-        if self.source == "synthesis" and self.files:
-            raise ValueError("qa.files: given, but qa.source is 'synthesis'; set qa.source: files to train on them")
-        for name in self.files:
-            if not re.match(_NAME, name):
-                raise ValueError(f"qa.files.{name}: a file's name may hold only letters, digits, '_', '.' and '-', "
-                                 "starting with a letter or digit")
-        if sum(self.types.values()) <= 0:
-            raise ValueError("qa.types: at least one share must be positive")
-        roles = {s.role for s in self.solvers}
-        if "gold" not in roles:
-            raise ValueError("qa.solvers: at least one solver with role 'gold' is required")
-        names = [s.name for s in self.solvers]
-        if len(set(names)) != len(names):
-            raise ValueError(f"qa.solvers: solver names must be unique, got {names}")
-        return self
-
-
-class BenchmarksParams(Section):
-    """The held-out world suites written to ``data/benchmarks/`` (one FlashRAG JSONL per question type)."""
-
-    size: int = Field(200, ge=1, description="most questions per suite (`world-*`, or `records-*` for a records "
-                                             "corpus; a seeded sample of the held-out questions)")
-    seed: int = Field(0, description="the sample's seed")
-
-
-# ---------------------------------------------------------------- model, rollouts, sft
+# ---------------------------------------------------------------- model, rollouts
 class TinyPretrainParams(Section):
     """Pretraining of the tiny model before SFT: corpus passages and copy drills (a real checkpoint had its own)."""
 
@@ -452,200 +268,6 @@ class RolloutParams(Section):
                                                             "installed)")
     vllm_gpu_memory_utilization: float = Field(
         0.85, gt=0, le=1, json_schema_extra=EXECUTION, description="share of GPU memory the vLLM engine may take")
-
-
-class SFTParams(Section):
-    """Supervised fine-tuning on the demonstrations (TRL ``SFTTrainer``; loss only on the agent's own tokens)."""
-
-    epochs: float = Field(3.0, gt=0, description="passes over the training demonstrations (`max_steps` > 0 overrides)")
-    max_steps: int = Field(-1, description="stop after this many optimizer steps (-1: run all epochs)")
-    learning_rate: float = Field(1e-3, gt=0, description="peak learning rate of AdamW with a cosine schedule; each "
-                                                         "batch is drawn from four random batches' worth of examples "
-                                                         "sorted by length (less padding, yet mixed: batches that "
-                                                         "each hold one length learned far less, measured)")
-    batch_size: int = Field(8, ge=1, description="sequences per device per step")
-    grad_accum: int = Field(1, ge=1, description="steps per optimizer update (gradient accumulation)")
-    max_length: int = Field(1024, ge=32, description="tokens per example (prompt + completion); longer ones keep "
-                                                     "their start")
-    warmup_ratio: float = Field(0.05, ge=0, lt=1, description="share of the steps the learning rate warms up over")
-    weight_decay: float = Field(0.0, ge=0, description="AdamW's weight decay")
-    save_steps: int = Field(50, ge=1, description="checkpoint every this many steps, in `data/.work/sft/` (the unit "
-                                                  "of resume)")
-    logging_steps: int = Field(5, ge=1, json_schema_extra=EXECUTION, description="log the loss every this many steps")
-    eval_steps: int = Field(50, ge=1, json_schema_extra=EXECUTION,
-                            description="eval loss on the dev demonstrations every this many steps")
-    renamed_copies: int = Field(0, ge=0, description="extra copies of every training demonstration with each "
-                                                       "corpus title in it swapped for another title, so that "
-                                                       "copying names and reading passages pay, memorising does not")
-    buckets: list[Bucket] = Field(default_factory=lambda: ["easy", "medium", "hard"],
-                                  description="difficulty buckets of the demonstrations SFT trains on (DeReason's "
-                                              "split with rl.buckets)")
-    seed: int = Field(0, description="model-side randomness, data order, and which held-out questions are sampled")
-    samples: int = Field(100, ge=0, description="held-out questions the trained agent answers after training, for its "
-                                                "protocol rates and sample trajectories (`samples.md`)")
-    num_processes: int | None = Field(None, ge=1, description="training processes (one per GPU); null: the "
-                                                                "accelerate config's count, else one per visible GPU "
-                                                                "(one on a CPU)")
-    accelerate_config: str | None = Field(None, description="an accelerate config file (multi-GPU, DeepSpeed, FSDP), "
-                                                            "relative to the project root")
-    activation_checkpointing: bool | None = Field(None, description="recompute activations in the backward pass "
-                                                                  "(less memory, more compute); null: on GPUs only")
-    cpu_bf16: bool = Field(False, description="on a CPU too, train under bfloat16 autocast (float32 weights and "
-                                              "optimizer, as on GPUs, where it is always on when they have "
-                                              "bfloat16): SmolLM2's SFT ran 61% faster on a 2-core AMX CPU "
-                                              "(bench/smollm2_speed.py)")
-    lora: LoraParams = Field(LoraParams(), description="LoRA adapters instead of full fine-tuning")
-    registry_name: str = Field("searchlab-agent", description="MLflow registered model the trained folder becomes a "
-                                                               "version of")
-    registry_alias: str = Field("sft", description="alias pointed at the newest version")
-
-    @model_validator(mode="after")
-    def _alias_allowed(self) -> "SFTParams":
-        check_registry_alias(self.registry_alias, "sft")
-        return self
-
-
-# ---------------------------------------------------------------- evaluation
-# Kept equal to searchlab.eval.systems.SYSTEMS (a test checks).
-EvalSystem = Literal["direct", "rag", "agent", "sampled"]
-WORLD_SUITES: tuple[str, ...] = tuple(f"world-{t}" for t in QUESTION_TYPES)  # of the synthetic world
-RECORDS_SUITES: tuple[str, ...] = tuple(f"records-{t}" for t in QUESTION_TYPES)  # of a corpus of your own records
-BUILT_IN_SUITES = WORLD_SUITES + RECORDS_SUITES
-class EvalModelParams(Section):
-    """A model to evaluate, under a name of your choosing (the name appears in metric names and files) or with
-    systems of its own."""
-
-    name: str | None = Field(None, pattern=_NAME, description="the name the model is reported under, in metric "
-                                                              "names and prediction files (letters, digits, `_`, "
-                                                              "`.`, `-`); null: the name a bare source gets")
-    source: str = Field(description="sft, a local Hugging Face folder, or models:/NAME@ALIAS")
-    systems: list[EvalSystem] | None = Field(None, description="the systems this model is evaluated with, in place "
-                                                               "of `eval.systems` (`[agent]`: a trained agent "
-                                                               "without the one-turn baselines); null: "
-                                                               "`eval.systems`")
-
-
-def _model_name(source: str) -> str:
-    """The name a model given only by its source is reported under: ``sft``, the folder's name, or NAME.ALIAS."""
-    reference = registry_reference(source)
-    if reference:
-        name = ".".join(reference)
-    else:
-        name = Path(source.rstrip("/")).name or source
-    return re.sub(r"[^A-Za-z0-9_.-]", "-", name).lstrip("-_.") or "model"
-
-
-class SamplingParams(Section):
-    """The ``sampled`` system: the agent's episodes sampled as in training, several per question."""
-
-    temperature: float = Field(0.7, gt=0, description="sampling temperature (top-p 1; the demo's `rl.temperature`)")
-    samples: int = Field(4, ge=1, description="episodes per question; its EM and F1 are their means")
-    seed: int = Field(0, description="seed of the sampled episodes")
-
-
-class EvalParams(Section):
-    """The evaluate stage: which benchmarks, models and systems, and the bootstrap behind the intervals.
-
-    Decoding is the ``rollout`` section's, the same for every system. A bad value is named before anything runs: an
-    unknown system, suite or format, a malformed ``models:/`` reference, two models of one name, or an external file
-    or model folder that does not exist (exit code 2).
-    """
-
-    suites: Literal["all"] | list[str] = Field("all", description="built-in suites from `data/benchmarks/`: `all` "
-                                                                  "(every `world-*` or `records-*` suite the "
-                                                                  "benchmarks stage wrote questions for), `[]` for "
-                                                                  "none, or a list such as `[world-single, "
-                                                                  "world-bridge]`")
-    sample: int | None = Field(None, ge=1, description="questions per built-in suite, a seeded sample; null: all of "
-                                                       "them (at most `benchmarks.size`)")
-    benchmarks: dict[str, QuestionFileParams] = Field(
-        default_factory=dict, description="external benchmark files by name (letters, digits, `_`, `.`, `-`): `NAME: "
-                                          "{path, format, sample, seed}`")
-    models: list[str | EvalModelParams] = Field(
-        default_factory=lambda: ["sft", "rl", "selfplay"], description="a model stage's name (`base`: the model "
-                                                                       "before any training, the zero-shot baseline; "
-                                                                       "`sft`, `rl`, `selfplay`: its output folder), "
-                                                                       "a local Hugging Face folder (relative to the "
-                                                                       "project root), `models:/NAME@ALIAS` (the "
-                                                                       "folder that registry alias points at), or "
-                                                                       "`{name: N, source: S, systems: [...]}` to "
-                                                                       "choose the name it is reported under (by "
-                                                                       "default the stage's name, the folder's name, "
-                                                                       "or `NAME.ALIAS`) or its own systems. "
-                                                                       "Every model is compared with each earlier one "
-                                                                       "on the same questions and system (paired "
-                                                                       "test, e.g. `rl/agent vs sft/agent`)")
-    systems: list[EvalSystem] = Field(
-        default_factory=lambda: ["direct", "rag", "agent"], description="`direct`: closed book, one turn (the model "
-                                                                        "may think, never search); `rag`: the "
-                                                                        "question searched once and its "
-                                                                        "`rollout.topk` passages shown, then one such "
-                                                                        "turn; `agent`: the multi-turn search agent, "
-                                                                        "greedy as `rollout` decodes; `sampled`: the "
-                                                                        "agent sampled as `eval.sampling` says, EM "
-                                                                        "and F1 the mean over a question's episodes "
-                                                                        "(small shifts of the distribution that "
-                                                                        "greedy decoding hides)")
-    sampling: SamplingParams = Field(SamplingParams(), description="the `sampled` system: temperature, episodes per "
-                                                                   "question, seed")
-    resamples: int = Field(2000, ge=1, description="bootstrap resamples of the 95% intervals and paired tests")
-    seed: int = Field(0, description="seed of the built-in suites' sample and of the bootstrap")
-    threads: int | None = Field(None, ge=1, description="torch threads of the rollouts on a CPU; null: torch's "
-                                                        "default (one per core). 1 keeps a small model fast on a CPU "
-                                                        "shared with another torch process, where threads wait on "
-                                                        "each other (measured: 181 s with 2 threads against 5 s with "
-                                                        "1 for the smoke evaluation)")
-
-    @model_validator(mode="after")
-    def _check(self) -> "EvalParams":
-        if self.suites != "all":
-            unknown = [s for s in self.suites if s not in BUILT_IN_SUITES]
-            if unknown:
-                raise ValueError(f"eval.suites: unknown suite(s) {', '.join(unknown)}; "
-                                 f"expected 'all' or some of {', '.join(BUILT_IN_SUITES)}")
-        for name in self.benchmarks:
-            if not re.match(_NAME, name):
-                raise ValueError(f"eval.benchmarks.{name}: a benchmark name may hold only letters, digits, '_', "
-                                 "'.' and '-', starting with a letter or digit")
-            if name in BUILT_IN_SUITES:
-                raise ValueError(f"eval.benchmarks.{name}: the name of a built-in suite; choose another")
-        _check_systems("eval.systems", self.systems)
-        if not self.models:
-            raise ValueError("eval.models: name at least one model, e.g. [sft]")
-        for index, entry in enumerate(self.models):
-            try:  # a malformed models:/ reference is an error now, not after training
-                registry_reference(entry.source if isinstance(entry, EvalModelParams) else entry)
-            except ValueError as err:
-                raise ValueError(f"eval.models.{index}: {err}") from None
-            if isinstance(entry, EvalModelParams) and entry.systems is not None:
-                _check_systems(f"eval.models.{index}.systems", entry.systems)
-        self.model_sources()  # two models of one name
-        return self
-
-    def model_sources(self) -> dict[str, str]:
-        """``{name: source}`` of the models to evaluate, in order; a name given twice is an error."""
-        named: dict[str, str] = {}
-        for entry in self.models:
-            source = entry.source if isinstance(entry, EvalModelParams) else entry
-            name = entry.name if isinstance(entry, EvalModelParams) and entry.name else _model_name(source)
-            if name in named:
-                raise ValueError(f"eval.models: two models are named {name!r} ({named[name]} and {source}); "
-                                 "name them with {name: ..., source: ...}")
-            named[name] = source
-        return named
-
-    def model_systems(self) -> dict[str, list[str]]:
-        """``{name: systems}`` of the models to evaluate, in order: a model's own ``systems`` or ``eval.systems``."""
-        own = [entry.systems if isinstance(entry, EvalModelParams) else None for entry in self.models]
-        return {name: list(systems or self.systems) for name, systems in zip(self.model_sources(), own)}
-
-
-def _check_systems(key: str, systems: list[str]) -> None:
-    """ValueError naming ``key`` for an empty list of systems or one that names a system twice."""
-    if not systems:
-        raise ValueError(f"{key}: name at least one of direct, rag, agent")
-    if len(set(systems)) != len(systems):
-        raise ValueError(f"{key}: each system once, got {systems}")
 
 
 # ---------------------------------------------------------------- tracking / runtime

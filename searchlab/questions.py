@@ -27,7 +27,8 @@ from pathlib import Path
 from searchlab.eval.benchmarks import BenchmarkError, load_benchmark
 from searchlab.jsonl import write_jsonl
 from searchlab.labeled_demos import labeled_demonstrations
-from searchlab.params import QAParams, QuestionFileParams
+from searchlab.eval.config import QuestionFileParams
+from searchlab.synth.config import QAParams
 from searchlab.record import QuestionRecord
 from searchlab.retrieval.base import Retriever
 from searchlab.scoring import normalize_answer

@@ -18,9 +18,16 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import Any, Literal, get_args
 
-__all__ = ["ABSENT", "Absent", "QuestionRecord"]
+__all__ = ["ABSENT", "BUCKETS", "QUESTION_TYPES", "Absent", "Bucket", "QuestionRecord", "QuestionType"]
+
+#: A synthesized question's ``type``: how it was built (an imported one's type is its file's name).
+QuestionType = Literal["single", "bridge", "compare", "compose", "oblique"]
+QUESTION_TYPES: tuple[str, ...] = get_args(QuestionType)
+#: A question's difficulty bucket (``features["bucket"]``), easiest first: curriculum RL's order; None: unknown.
+Bucket = Literal["easy", "medium", "hard"]
+BUCKETS: tuple[str, ...] = get_args(Bucket)
 
 
 class Absent(enum.Enum):

@@ -1,7 +1,7 @@
 """The benchmarks stage: the held-out suites (FlashRAG JSONL, one per question type), as ``data/benchmarks/``:
 ``world-*`` for the synthetic world, ``records-*`` for a corpus of your own records."""
 
-from searchlab.synth import write_suites
+from searchlab.synth.benchmarks import write_suites
 from tasks.stage import Stage, StageContext
 
 

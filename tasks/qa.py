@@ -7,7 +7,7 @@ from pathlib import Path
 from searchlab.params import Params
 from searchlab.questions import import_questions
 from searchlab.retrieval import open_retriever
-from searchlab.synth import synthesize
+from searchlab.synth.pipeline import synthesize
 from tasks.stage import Stage, StageContext
 
 

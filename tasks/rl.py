@@ -14,7 +14,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from searchlab.params import Params
-from searchlab.rl.train import RLJob, check_device, gather_questions, run_rl
+from searchlab.rl.train import gather_questions, rl_job, run_rl
+from searchlab.train.launch import check_device
 from searchlab.train.samples import sample_trained_agent
 from tasks.sources import external_models, resolve, stage_of
 from tasks.stage import Stage, StageContext, registered_as
@@ -31,10 +32,7 @@ def _build(ctx: StageContext) -> dict:
     if simulator is not None:  # the job runs elsewhere: give it the absolute folder
         rl = rl.model_copy(update={"search": rl.search.model_copy(update={"simulator": str(simulator)})})
     start = resolve(p.rl.init, "rl.init", p, ctx.root, ctx.inputs)
-    job = RLJob(model=p.model, rollout=p.rollout, rl=rl, retriever=p.retriever, start=start, questions=questions,
-                corpus=ctx.inputs["corpus"] / "corpus.jsonl", index=ctx.inputs["index"], out_dir=ctx.out_dir,
-                work_dir=ctx.work_dir, dev=ctx.inputs["qa"] / "dev.jsonl", demos=ctx.inputs["qa"] / "demos.jsonl")
-    figures = run_rl(job, config)
+    figures = run_rl(rl_job(p, ctx.inputs, start, ctx.out_dir, ctx.work_dir, questions, rl), config)
     samples = sample_trained_agent("rl", p, ctx.out_dir, ctx.inputs["qa"], ctx.inputs["index"], p.rl.samples,
                                    p.rl.seed)
     return {**counts, **figures, **samples}

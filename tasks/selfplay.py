@@ -12,8 +12,8 @@ from pathlib import Path
 
 from searchlab.model.gguf import PACKAGED, gguf_file
 from searchlab.params import Params
-from searchlab.rl.train import check_device
 from searchlab.selfplay.train import SelfPlayJob, run_selfplay
+from searchlab.train.launch import check_device
 from searchlab.train.samples import sample_trained_agent
 from tasks.sources import external_models, resolve, stage_of
 from tasks.stage import Stage, StageContext, registered_as

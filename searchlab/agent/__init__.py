@@ -37,7 +37,8 @@ from searchlab.agent.protocol import (
     render_demonstration,
     step,
 )
-from searchlab.agent.rollout import Rollout, agent_prompt, chat_prompt, encode_completion, encode_prompt, summarize
+from searchlab.agent.episode import Rollout
+from searchlab.agent.rollout import agent_prompt, chat_prompt, encode_completion, encode_prompt, summarize
 
 __all__ = [
     "ANSWER_CLOSE",

@@ -42,7 +42,7 @@ import torch
 from searchlab.agent.extractive import ExtractiveAnswers, answer_sources
 
 if TYPE_CHECKING:
-    from searchlab.agent.rollout import Rollout
+    from searchlab.agent.episode import Rollout
     from searchlab.params import RolloutParams
     from searchlab.retrieval.base import Retriever
 

@@ -1,8 +1,8 @@
 """A written trajectory played through the live environment: the episode the agent would have had.
 
-RL's expert guidance (:mod:`searchlab.rl.grpo`) puts a question's
+RL's expert guidance (:mod:`searchlab.rl.env`) puts a question's
 demonstration into a GRPO group beside the policy's own episodes, so it must be
-the same kind of object as a sampled one: a :class:`~searchlab.agent.rollout.Rollout`
+the same kind of object as a sampled one: a :class:`~searchlab.agent.episode.Rollout`
 with the prompt the rollout would have given, the model turns tokenized as
 continuation text (as SFT encodes them, :func:`~searchlab.agent.rollout.encode_completion`),
 and every environment insertion made *now*, by the retriever and settings the
@@ -19,7 +19,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from searchlab.agent.protocol import INVALID_ACTION_FEEDBACK, environment_spans, information_block, parse_action
-from searchlab.agent.rollout import Rollout, agent_prompt, encode_completion, encode_prompt
+from searchlab.agent.episode import Rollout
+from searchlab.agent.rollout import agent_prompt, encode_completion, encode_prompt
 
 if TYPE_CHECKING:
     from searchlab.params import RolloutParams

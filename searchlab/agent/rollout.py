@@ -31,7 +31,7 @@ Token bookkeeping, which RL and SFT rely on:
 * ``logprobs`` (vLLM engines only) holds one log-probability per *model* token
   (``env_mask`` 0), in order: what the engine reported for the token it
   sampled. GRPO's importance-sampling correction compares them with the
-  trainer's own (:func:`searchlab.rl.grpo.completion_logprobs` spreads them
+  trainer's own (:func:`searchlab.rl.env.completion_logprobs` spreads them
   over ``completion_ids``).
 
 Where a turn ends: each row stops on its own (a stopping criterion checks every
@@ -57,9 +57,9 @@ from __future__ import annotations
 import time
 import weakref
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from searchlab.agent.episode import Rollout
 from searchlab.agent.extractive import ExtractiveAnswers, answer_sources
 from searchlab.agent.protocol import (
     ANSWER_CLOSE,
@@ -77,46 +77,6 @@ if TYPE_CHECKING:  # importing searchlab.agent stays cheap: no pydantic params, 
     from searchlab.retrieval.base import RecordingRetriever, Retriever
 
 STOP_STRINGS: tuple[str, ...] = (SEARCH_CLOSE, ANSWER_CLOSE, QUESTION_CLOSE)
-
-
-@dataclass
-class Rollout:
-    """One question's episode: texts, token ids with the environment mask, and what the model did.
-
-    ``completion`` is everything after the prompt (model turns and environment
-    text); ``env_mask[i]`` is 1 when ``completion_ids[i]`` was inserted by the
-    environment, 0 when the model generated it. ``answer`` is the final answer
-    (``None`` when the episode was cut off at ``max_turns``); ``proposed`` is a
-    self-play proposer's ``<question>``, which ends its episode the same way
-    (``None`` otherwise; ``question`` is what the prompt asks or gives). ``searches`` are the
-    queries of the model's search actions, in order; a search in the last allowed
-    turn is listed but not run (nothing would read its results).
-    ``retrieved[j]`` are the ids of the passages the ``j``-th search that ran
-    returned (what its information block shows, before any token-budget cut).
-    ``invalid_actions`` counts turns that neither searched nor answered.
-    ``generated_tokens`` counts model tokens only. ``seconds`` is the time from
-    the start of the question's batch until it left the batch. ``logprobs``: the
-    sampling log-probability of each model token, in order (``generated_tokens``
-    of them), as a vLLM engine reports it; None where the engine reports none
-    (Hugging Face generation).
-    """
-
-    question: str
-    prompt: str
-    completion: str = ""
-    prompt_ids: list[int] = field(default_factory=list)
-    completion_ids: list[int] = field(default_factory=list)
-    env_mask: list[int] = field(default_factory=list)
-    answer: str | None = None
-    proposed: str | None = None
-    searches: list[str] = field(default_factory=list)
-    retrieved: list[list[str]] = field(default_factory=list)
-    turns: int = 0
-    generated_tokens: int = 0
-    invalid_actions: int = 0
-    finished: bool = False
-    seconds: float | None = None
-    logprobs: list[float] | None = None
 
 
 def chat_prompt(tokenizer: Any, message: str) -> str:

@@ -38,14 +38,15 @@ import json
 import random
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
+from searchlab.eval.config import BenchmarkFormat
 from searchlab.jsonl import RecordError, decode_text, iter_jsonl
 from searchlab.record import QuestionRecord
 
 __all__ = ["FORMATS", "BenchmarkError", "Question", "detect_format", "load_benchmark"]
 
-FORMATS = ("flashrag", "nq-open", "hotpotqa", "json", "search-r1")
+FORMATS: tuple[str, ...] = tuple(f for f in get_args(BenchmarkFormat) if f != "auto")  # the schema's list
 
 # The containers each format can live in: JSON Lines (positions are 1-based lines), one JSON list (0-based
 # indexes) or Parquet (0-based rows). A format given explicitly is read from the container the extension names if

@@ -10,7 +10,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from searchlab.eval.benchmarks import Question, load_benchmark
-from searchlab.params import BUILT_IN_SUITES, EvalParams, Params
+from searchlab.eval.config import BUILT_IN_SUITES, EvalParams
+from searchlab.params import Params
 
 log = logging.getLogger("searchlab.evaluate")
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from searchlab.agent.rollout import Rollout
+from searchlab.agent.episode import Rollout
 from searchlab.agent.samples import found_evidence
 from searchlab.eval.benchmarks import Question
 from searchlab.eval.stats import bootstrap_ci, paired_bootstrap

@@ -30,7 +30,8 @@ from searchlab.eval.report import (
 from searchlab.eval.systems import describe, run_system, sampled_params
 from searchlab.files import write_atomically
 from searchlab.jsonl import write_jsonl
-from searchlab.params import RolloutParams, SamplingParams
+from searchlab.eval.config import SamplingParams
+from searchlab.params import RolloutParams
 
 # the paired tests every model gets, when both systems ran: does searching beat one-shot retrieval, and the book?
 COMPARISONS = (("agent", "rag"), ("agent", "direct"))

@@ -36,7 +36,7 @@ line how a system was run, for the report.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, get_args
 
 from searchlab.agent.protocol import (
     ANSWER_OPEN,
@@ -44,11 +44,13 @@ from searchlab.agent.protocol import (
     SEARCH_OPEN,
     information_block,
 )
-from searchlab.agent.rollout import Rollout, agent_prompt, encode_completion, rollout
+from searchlab.agent.episode import Rollout
+from searchlab.agent.rollout import agent_prompt, encode_completion, rollout
+from searchlab.eval.config import EvalSystem
 from searchlab.params import RolloutParams
 from searchlab.retrieval.base import Hit, Retriever
 
-SYSTEMS = ("direct", "rag", "agent", "sampled")
+SYSTEMS: tuple[str, ...] = get_args(EvalSystem)  # the schema's list
 
 
 def describe(system: str, params: RolloutParams, samples: int = 1) -> str:

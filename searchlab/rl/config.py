@@ -7,7 +7,8 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from searchlab.config import EXECUTION, Bucket, LoraParams, Section, check_init, check_registry_alias
+from searchlab.config import EXECUTION, LoraParams, Section, check_init, check_registry_alias
+from searchlab.record import Bucket
 
 
 CurriculumKind = Literal["difficulty", "sec", "noise", "clpo"]

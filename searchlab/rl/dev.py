@@ -66,7 +66,7 @@ class DevScoring(TrainerCallback):
     def of(cls, trainer, retriever, rl: RLParams, rollout_params: RolloutParams, dev_jsonl: Path | None):
         """The callback of ``rl.dev`` for ``trainer``: greedy as ``rollout_params`` (evaluation's decoding), sampled
         as the training rollouts, on the first ``rl.dev.questions`` of ``dev_jsonl``."""
-        from searchlab.rl.grpo import training_rollout_params
+        from searchlab.rl.env import training_rollout_params
 
         if dev_jsonl is None:
             raise ValueError("rl.dev.questions: no dev split was given to score")
@@ -78,7 +78,7 @@ class DevScoring(TrainerCallback):
         """Greedy and sampled dev EM of the policy now; every process scores its share, all get the means."""
         from accelerate.utils import gather_object
 
-        from searchlab.rl.grpo import generation_model
+        from searchlab.rl.env import generation_model
 
         accelerator = self.trainer.accelerator
         rank, world = accelerator.process_index, accelerator.num_processes

@@ -59,7 +59,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from searchlab.agent.protocol import copies_the_prompt, parse_trajectory
-from searchlab.agent.rollout import Rollout
+from searchlab.agent.episode import Rollout
 from searchlab.rl.config import RewardParams
 from searchlab.rl.rubric import rubric_score
 from searchlab.scoring import cover_exact_match, exact_match, f1

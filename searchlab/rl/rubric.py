@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from searchlab.agent.protocol import citations, environment_spans
-from searchlab.agent.rollout import Rollout
+from searchlab.agent.episode import Rollout
 from searchlab.scoring import cover_exact_match
 
 # Any tag-shaped token of the model's text: the protocol's tags, <cite>, and whatever it makes up.

@@ -2,7 +2,7 @@
 
 :func:`run_rl` runs :func:`train_rl` under ``accelerate launch`` (one process
 per device, as SFT does); :func:`train_rl` builds the curriculum, the episodes
-and :mod:`searchlab.rl.grpo`'s trainer, resumes from the newest complete
+(:mod:`searchlab.rl.env`) and the trainer (:mod:`searchlab.rl.trainer`), resumes from the newest complete
 checkpoint (weights, optimizer, scheduler, RNG states and the curriculum's
 state), trains ``rl.steps`` steps and writes the policy with its tokenizer,
 ``train_log.jsonl``, ``curriculum.jsonl``, ``trajectories.jsonl`` and
@@ -11,22 +11,17 @@ state), trains ``rl.steps`` steps and writes the policy with its tokenizer,
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 from searchlab.agent.replay import demonstration_turns
 from searchlab.jsonl import iter_jsonl, read_jsonl, write_jsonl
-from searchlab.params import ModelParams, RetrieverParams, RolloutParams
+from searchlab.params import ModelParams, Params, RetrieverParams, RolloutParams
 from searchlab.rl.config import RLParams
 from searchlab.rl.curriculum import Curriculum
 from searchlab.rl.restructure import clpo_restructurer
-from searchlab.train.common import (
-    ProgressLog,
-    peft_config,
-    resume_point,
-    train_and_save,
-    trainer_settings,
-)
-from searchlab.train.launch import Job, launch, vllm_problem, world_size
+from searchlab.train.common import ProgressLog, resume_point, train_and_save
+from searchlab.train.launch import Job, launch
 from searchlab.train.renaming import corpus_titles
 
 
@@ -68,7 +63,7 @@ def gather_questions(sources: dict[str, Path], out: Path) -> dict[str, int]:
 
 
 class RLJob(Job):
-    """An rl training job (:func:`run_rl`; its worker is :mod:`searchlab.rl.job`): :func:`train_rl` of the policy
+    """An rl training job (:func:`run_rl`; its worker is :mod:`searchlab.rl.worker`): :func:`train_rl` of the policy
     at ``start`` on the questions of ``questions``."""
 
     model: ModelParams
@@ -85,57 +80,64 @@ class RLJob(Job):
     demos: Path | None = None  # the qa stage's demos.jsonl: what rl.guidance puts into failed groups
 
 
+def rl_job(params: Params, inputs: Path | Mapping[str, Path], start: Path, out_dir: Path, work_dir: Path,
+           questions: Path | None = None, rl: RLParams | None = None) -> RLJob:
+    """The rl stage's job from the policy at ``start`` over its upstream stages' folders ``inputs`` (by stage name,
+    or the data folder that holds them: its corpus, index and qa stages' outputs): the qa stage's training questions
+    unless ``questions`` names others (:func:`gather_questions`), ``params.rl`` unless ``rl`` replaces it."""
+    folders = {name: inputs / name if isinstance(inputs, Path) else inputs[name] for name in ("corpus", "index", "qa")}
+    return RLJob(model=params.model, rollout=params.rollout, rl=rl or params.rl, retriever=params.retriever,
+                 start=start, questions=questions or folders["qa"] / "train.jsonl",
+                 corpus=folders["corpus"] / "corpus.jsonl", index=folders["index"], out_dir=out_dir,
+                 work_dir=work_dir, dev=folders["qa"] / "dev.jsonl", demos=folders["qa"] / "demos.jsonl")
+
+
 def run_rl(job: RLJob, accelerate_config: str | None = None) -> dict:
     """:func:`train_rl` of ``job`` in ``job.rl.num_processes`` processes; returns its figures."""
-    return launch("searchlab.rl.job", job, job.work_dir, job.rl.num_processes, accelerate_config)
-
-
-def check_device(use_vllm: bool, key: str) -> None:
-    """Refuse, naming the key (``rl.use_vllm``, ``selfplay.use_vllm``), what this machine cannot do: vLLM rollouts
-    without CUDA (:func:`searchlab.train.launch.vllm_problem`)."""
-    problem = vllm_problem(use_vllm)
-    if problem:
-        raise ValueError(f"{key}: {problem}; set {key}: false")
+    return launch("searchlab.rl.worker", job, job.work_dir, job.rl.num_processes, accelerate_config)
 
 
 RL_PROGRESS = {"reward": "reward", "EM": "episode/outcome", "searches": "episode/searches"}
 
 
-def build_trainer(rl: RLParams, rollout: RolloutParams, model, tokenizer, retriever, questions_jsonl: Path,
-                  corpus_jsonl: Path, work_dir: Path, callbacks: list | None = None, dev_jsonl: Path | None = None,
-                  demos_jsonl: Path | None = None):
-    """``(trainer, checkpoint to resume from or None)``: the GRPO trainer of :func:`train_rl`, its curriculum
-    restored from that checkpoint, scoring ``rl.dev.questions`` of ``dev_jsonl`` at every checkpoint, guided
-    (``rl.guidance``) by the demonstrations of ``demos_jsonl``."""
-    from searchlab.rl.grpo import SearchEpisodes, load_curriculum_state
+def build_trainer(job: RLJob, model, tokenizer, retriever, callbacks: list | None = None):
+    """``(trainer, checkpoint to resume from or None)``: the GRPO trainer of :func:`train_rl` for ``job``, its
+    curriculum restored from that checkpoint, scoring ``rl.dev.questions`` of ``job.dev`` at every checkpoint,
+    guided (``rl.guidance``) by the demonstrations of ``job.demos``."""
+    from searchlab.rl.env import SearchEpisodes, load_curriculum_state
+    from searchlab.rl.trainer import make_search_trainer
 
-    checkpoint_dir = work_dir / "checkpoints"
+    rl, checkpoint_dir = job.rl, job.work_dir / "checkpoints"
     # clpo rewrites questions over the corpus's KB: refused before any work when the corpus has none
-    restructurer = clpo_restructurer(rl.curriculum, rl.clpo, corpus_jsonl.parent)
-    questions = training_questions(questions_jsonl, rl.buckets)
-    curriculum = Curriculum.from_params(questions, rl, restructurer=restructurer)
+    restructurer = clpo_restructurer(rl.curriculum, rl.clpo, job.corpus.parent)
+    curriculum = Curriculum.from_params(training_questions(job.questions, rl.buckets), rl, restructurer=restructurer)
     resume = resume_point(checkpoint_dir)
     load_curriculum_state(curriculum, resume)
     if rl.search.backend == "simulated":
         retriever = simulated_search(rl, model, tokenizer)
     distractors = []
     if "noise" in rl.curriculum and rl.search.backend == "real":
-        distractors = [(r["id"], r["contents"]) for _, r in iter_jsonl(corpus_jsonl)]
-    renamer = corpus_titles(corpus_jsonl) if rl.renamed else None
-    demos = None
-    if rl.guidance.enabled:
-        if demos_jsonl is None or not demos_jsonl.is_file():
-            raise ValueError(f"rl.guidance.enabled: no demonstrations to guide with ({demos_jsonl}); the qa stage "
-                             f"writes them")
-        demos = demonstration_turns(demos_jsonl)
-    episodes = SearchEpisodes(tokenizer, retriever, curriculum, rollout, rl, distractors, work_dir / "trajectories",
-                              keep_every=max(1, rl.steps // 10), renamer=renamer, demos=demos)
+        distractors = [(r["id"], r["contents"]) for _, r in iter_jsonl(job.corpus)]
+    episodes = SearchEpisodes(tokenizer, retriever, curriculum, job.rollout, rl, distractors,
+                              job.work_dir / "trajectories", keep_every=max(1, rl.steps // 10),
+                              renamer=corpus_titles(job.corpus) if rl.renamed else None, demos=guidance_demos(job))
     trainer = make_search_trainer(rl, model, tokenizer, episodes, checkpoint_dir, callbacks)
     if rl.dev.questions:
         from searchlab.rl.dev import DevScoring
 
-        trainer.add_callback(DevScoring.of(trainer, retriever, rl, rollout, dev_jsonl))
+        trainer.add_callback(DevScoring.of(trainer, retriever, rl, job.rollout, job.dev))
     return trainer, resume
+
+
+def guidance_demos(job: RLJob) -> dict | None:
+    """The demonstrations ``rl.guidance`` puts into failed groups (:func:`demonstration_turns` of ``job.demos``),
+    None when guidance is off; a ValueError naming the key when it is on with no demonstrations file."""
+    if not job.rl.guidance.enabled:
+        return None
+    if job.demos is None or not job.demos.is_file():
+        raise ValueError(f"rl.guidance.enabled: no demonstrations to guide with ({job.demos}); the qa stage writes "
+                         f"them")
+    return demonstration_turns(job.demos)
 
 
 def simulated_search(rl: RLParams, policy, tokenizer):
@@ -149,65 +151,17 @@ def simulated_search(rl: RLParams, policy, tokenizer):
     return SimulatedRetriever.from_folder(rl.search.simulator, **settings)
 
 
-def grpo_config(rl: RLParams, checkpoint_dir: Path, save_total_limit: int | None = 2):
-    """TRL's ``GRPOConfig`` for ``rl``: one rollout batch of ``rl.questions_per_step`` groups per optimizer step, in
-    ``rl.grad_accum`` micro-batches, over ``rl.steps`` steps; checkpoints in ``checkpoint_dir`` (the newest
-    ``save_total_limit``; None: all). Building it needs neither a GPU nor vLLM.
+def train_rl(job: RLJob, model, tokenizer, retriever, callbacks: list | None = None) -> dict | None:
+    """Train ``model`` with GRPO on the questions of ``job.questions`` in ``rl.buckets``; the figures.
 
-    With ``rl.use_vllm`` TRL's ``vllm_importance_sampling_correction`` stays on (its default): the rollouts
-    report vLLM's sampling log-probabilities (:func:`searchlab.rl.grpo.trl_batch`)."""
-    from trl import GRPOConfig
-
-    settings = trainer_settings(checkpoint_dir, rl.seed, rl.save_steps, rl.logging_steps, rl.activation_checkpointing,
-                                rl.cpu_bf16)
-    args = GRPOConfig(
-        **{**settings, "save_total_limit": save_total_limit},
-        max_steps=rl.steps, per_device_train_batch_size=rl.questions_per_step * rl.num_generations // rl.grad_accum,
-        gradient_accumulation_steps=rl.grad_accum, steps_per_generation=rl.grad_accum,
-        num_generations=rl.num_generations, learning_rate=rl.learning_rate,
-        warmup_steps=rl.warmup_ratio,  # a float < 1: a share of all steps
-        max_grad_norm=rl.max_grad_norm, temperature=rl.temperature, top_p=1.0,
-        loss_type=rl.loss_type, scale_rewards=rl.scale_rewards, beta=rl.beta, epsilon=rl.epsilon,
-        epsilon_high=rl.epsilon_high, num_iterations=rl.num_iterations, mask_truncated_completions=False,
-        log_completions=False, use_vllm=rl.use_vllm, vllm_mode="colocate",
-        vllm_gpu_memory_utilization=rl.vllm_gpu_memory_utilization, remove_unused_columns=False,
-    )
-    # GRPO counts the tokens it rolls out itself; the Trainer's own count looks for input_ids the slots lack
-    args.include_num_input_tokens_seen = "no"
-    return args
-
-
-def make_search_trainer(rl: RLParams, model, tokenizer, episodes, checkpoint_dir: Path, callbacks: list | None = None,
-                        save_total_limit: int | None = 2):
-    """:func:`searchlab.rl.trainer.make_grpo_trainer` for ``rl``'s settings (:func:`grpo_config`) with ``episodes``
-    as its environment."""
-    from datasets import Dataset
-
-    from searchlab.rl.trainer import make_grpo_trainer
-
-    args = grpo_config(rl, checkpoint_dir, save_total_limit)
-    # one slot per question drawn, by every process (each draws rl.questions_per_step a step): the environment fills
-    # the slots of each step when they are rolled out, and the run is one pass over them in every process count
-    slots = Dataset.from_dict({"prompt": [str(i) for i in range(rl.steps * rl.questions_per_step * world_size())]})
-    return make_grpo_trainer(model=model, args=args, train_dataset=slots, processing_class=tokenizer,
-                             callbacks=callbacks, episodes=episodes, rl=rl, peft_config=peft_config(rl.lora))
-
-
-def train_rl(rl: RLParams, rollout: RolloutParams, model, tokenizer, retriever, questions_jsonl: Path,
-             corpus_jsonl: Path, out_dir: Path, work_dir: Path, callbacks: list | None = None,
-             dev_jsonl: Path | None = None, demos_jsonl: Path | None = None) -> dict | None:
-    """Train ``model`` with GRPO on the questions of ``questions_jsonl`` in ``rl.buckets``; the figures.
-
-    Checkpoints go to ``work_dir/checkpoints`` (a rerun resumes from the newest
-    complete one), kept trajectories to ``work_dir/trajectories``. The
-    passages of ``corpus_jsonl`` are the noise curriculum's distractors; ``rl.dev`` scores the questions of
-    ``dev_jsonl`` at every checkpoint (:mod:`searchlab.rl.dev`); ``demos_jsonl`` holds the demonstrations
-    ``rl.guidance`` guides with. Only
-    the main process writes ``out_dir`` and returns figures; others return None.
+    Checkpoints go to ``job.work_dir/checkpoints`` (a rerun resumes from the
+    newest complete one), kept trajectories to ``job.work_dir/trajectories``
+    (:func:`build_trainer` says what else the job's files are for). Only the
+    main process writes ``job.out_dir`` and returns figures; others return None.
     """
-    progress = ProgressLog("rl: step", RL_PROGRESS, rl.steps)
-    trainer, resume = build_trainer(rl, rollout, model, tokenizer, retriever, questions_jsonl, corpus_jsonl,
-                                    work_dir, [progress.callback, *(callbacks or [])], dev_jsonl, demos_jsonl)
+    progress = ProgressLog("rl: step", RL_PROGRESS, job.rl.steps)
+    trainer, resume = build_trainer(job, model, tokenizer, retriever, [progress.callback, *(callbacks or [])])
+    out_dir, work_dir = job.out_dir, job.work_dir
     episodes = trainer.episodes
     # counted before saving: saving merges LoRA adapters into the weights, which leaves none trainable
     trainable = sum(t.numel() for t in trainer.model.parameters() if t.requires_grad)

@@ -2,9 +2,9 @@
 
 :class:`SearchGRPOTrainer` adds the curriculum's updates, the Stratified GRPO
 and IGPO advantages, LLDS and the likelihood curves, and the curriculum's state
-in every checkpoint (see :mod:`searchlab.rl.grpo` for the rollouts it is fed).
+in every checkpoint (see :mod:`searchlab.rl.env` for the rollouts it is fed).
 Its environment is anything that implements :class:`Environment`: the rl
-stage's :class:`~searchlab.rl.grpo.SearchEpisodes` or self-play's
+stage's :class:`~searchlab.rl.env.SearchEpisodes` or self-play's
 :class:`~searchlab.selfplay.rounds.SelfPlayRounds`. This module imports TRL,
 which is slow: import it only to build a trainer.
 """
@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, Protocol
 
 import torch
 from accelerate.utils import gather_object
@@ -24,17 +23,11 @@ from trl.trainer.utils import shuffle_sequence_dict, split_tensor_dict
 from searchlab.agent.protocol import ANSWER_OPEN
 from searchlab.rl.config import RLParams
 from searchlab.rl.advantages import igpo_token_advantages, information_gains, stratified_grpo_advantages, turn_index
-from searchlab.rl.curriculum import Curriculum
-from searchlab.rl.grpo import (
-    CURRICULUM_FILE,
-    StepBatch,
-    check_trl_batch,
-    evaluating,
-    likelihood_metrics,
-    llds_penalty,
-)
+from searchlab.rl.env import CURRICULUM_FILE, Environment, StepBatch, check_trl_batch, evaluating
 from searchlab.rl.loss_pass import length_sorted, scored_logps_and_entropies, trimmed
 from searchlab.rl.rewards import RewardBreakdown
+from searchlab.train.common import peft_config, trainer_settings
+from searchlab.train.launch import world_size
 from searchlab.train.lm_head import plain_head_applies
 
 
@@ -49,23 +42,10 @@ PRIVATE_METHODS = {
     "_get_per_token_logps_and_entropies": ("model", "input_ids", "attention_mask", "logits_to_keep", "batch_size"),
     "_compute_loss": ("model", "inputs"),  # overridden: LLDS and the likelihood curves
     "_save_checkpoint": ("model", "trial"),  # overridden: the curriculum's state in every checkpoint
-    "_log_metric": ("name", "value"),  # called by the environments (searchlab.rl.grpo, searchlab.selfplay.rounds)
+    "_log_metric": ("name", "value"),  # called by the environments (searchlab.rl.env, searchlab.selfplay.rounds)
     "_load_from_checkpoint": ("resume_from_checkpoint", "model"),  # called by rl.keep: best (searchlab.rl.dev)
 }
 PRIVATE_ATTRIBUTES = ("_step", "_buffered_inputs", "_metrics")  # _prepare_inputs' buffer; the logged metrics
-
-
-class Environment(Protocol):
-    """What the trainer rolls out and rewards with: one step's episodes, scored, as TRL's ``rollout_func`` and
-    reward function; the last step's batch; the tokenizer; and a curriculum to update (None: none)."""
-
-    tokenizer: Any
-    curriculum: Curriculum | None
-    last: StepBatch | None
-
-    def rollout_func(self, prompts: list, trainer) -> dict[str, list]: ...
-
-    def reward_func(self, prompts, completions, **kwargs) -> list[float]: ...
 
 
 class SearchGRPOTrainer(GRPOTrainer):
@@ -212,8 +192,90 @@ class SearchGRPOTrainer(GRPOTrainer):
         return super()._save_checkpoint(model, trial)
 
 
-def make_grpo_trainer(**kwargs: Any) -> SearchGRPOTrainer:
-    """A :class:`SearchGRPOTrainer`; keyword arguments as ``GRPOTrainer``'s plus ``episodes`` and ``rl``."""
+# A fall in log-likelihood (nats) smaller than this is float noise between the rollout-time and training passes
+# over unchanged weights, not a displacement: LLDS leaves it alone.
+LIKELIHOOD_TOLERANCE = 1e-5
+
+
+def llds_penalty(logps: torch.Tensor, old_logps: torch.Tensor, mask: torch.Tensor,
+                 preserve: torch.Tensor | None = None) -> tuple[torch.Tensor, dict]:
+    """LLDS's likelihood-preserving penalty of a micro-batch, and the shares of trajectories and tokens it touched.
+
+    A trajectory is penalised only when its likelihood under the current policy
+    (``logps``, per token) fell below its likelihood at rollout time
+    (``old_logps``), and then only on the tokens whose log-probability fell, by
+    how much it fell; ``mask`` is 1 on the model's own tokens, so passages the
+    environment inserted are never regularised. ``preserve`` (bool per
+    trajectory; None: all) is the paper's preserving set: the trainer passes the
+    trajectories of non-negative advantage, since pulling up a trajectory GRPO
+    means to push down would fight the policy gradient. Per trajectory the drops
+    are averaged over its model tokens; the penalty is the mean over the batch
+    (the GRPO loss's own aggregation).
+    """
+    mask = mask.to(logps.dtype)
+    fell = (old_logps - logps) * mask
+    gate = fell.sum(-1) > LIKELIHOOD_TOLERANCE  # the trajectory's likelihood fell
+    if preserve is not None:
+        gate = gate & preserve
+    gate = gate.to(logps.dtype)
+    token_drops = torch.where(fell > LIKELIHOOD_TOLERANCE, fell, torch.zeros_like(fell))
+    per_trajectory = token_drops.sum(-1) / mask.sum(-1).clamp(min=1.0)
+    penalty = (per_trajectory * gate).mean()
+    touched_tokens = ((token_drops > 0).to(logps.dtype) * gate[:, None]).sum() / mask.sum().clamp(min=1.0)
+    return penalty, {"llds/trajectories": gate.mean().item(), "llds/tokens": touched_tokens.item()}
+
+
+def likelihood_metrics(logps: torch.Tensor, mask: torch.Tensor, correct: torch.Tensor) -> dict[str, float]:
+    """Mean per-token log-likelihood of the micro-batch's correct and incorrect responses (model tokens only):
+    the two curves whose joint decline is LLDS's "lazy likelihood displacement"."""
+    mask = mask.to(logps.dtype)
+    per_trajectory = (logps * mask).sum(-1) / mask.sum(-1).clamp(min=1.0)
+    metrics = {}
+    for name, rows in (("likelihood/correct", correct), ("likelihood/incorrect", ~correct)):
+        if rows.any():
+            metrics[name] = per_trajectory[rows].mean().item()
+    return metrics
+
+
+def grpo_config(rl: RLParams, checkpoint_dir: Path, save_total_limit: int | None = 2):
+    """TRL's ``GRPOConfig`` for ``rl``: one rollout batch of ``rl.questions_per_step`` groups per optimizer step, in
+    ``rl.grad_accum`` micro-batches, over ``rl.steps`` steps; checkpoints in ``checkpoint_dir`` (the newest
+    ``save_total_limit``; None: all). Building it needs neither a GPU nor vLLM.
+
+    With ``rl.use_vllm`` TRL's ``vllm_importance_sampling_correction`` stays on (its default): the rollouts
+    report vLLM's sampling log-probabilities (:func:`searchlab.rl.env.trl_batch`)."""
+    from trl import GRPOConfig
+
+    settings = trainer_settings(checkpoint_dir, rl.seed, rl.save_steps, rl.logging_steps, rl.activation_checkpointing,
+                                rl.cpu_bf16)
+    args = GRPOConfig(
+        **{**settings, "save_total_limit": save_total_limit},
+        max_steps=rl.steps, per_device_train_batch_size=rl.questions_per_step * rl.num_generations // rl.grad_accum,
+        gradient_accumulation_steps=rl.grad_accum, steps_per_generation=rl.grad_accum,
+        num_generations=rl.num_generations, learning_rate=rl.learning_rate,
+        warmup_steps=rl.warmup_ratio,  # a float < 1: a share of all steps
+        max_grad_norm=rl.max_grad_norm, temperature=rl.temperature, top_p=1.0,
+        loss_type=rl.loss_type, scale_rewards=rl.scale_rewards, beta=rl.beta, epsilon=rl.epsilon,
+        epsilon_high=rl.epsilon_high, num_iterations=rl.num_iterations, mask_truncated_completions=False,
+        log_completions=False, use_vllm=rl.use_vllm, vllm_mode="colocate",
+        vllm_gpu_memory_utilization=rl.vllm_gpu_memory_utilization, remove_unused_columns=False,
+    )
+    # GRPO counts the tokens it rolls out itself; the Trainer's own count looks for input_ids the slots lack
+    args.include_num_input_tokens_seen = "no"
+    return args
+
+
+def make_search_trainer(rl: RLParams, model, tokenizer, episodes, checkpoint_dir: Path, callbacks: list | None = None,
+                        save_total_limit: int | None = 2):
+    """The :class:`SearchGRPOTrainer` of ``rl``'s settings (:func:`grpo_config`) with ``episodes`` as its
+    environment: the one way the rl and selfplay stages (and the benches) build their trainer."""
+    from datasets import Dataset
+
+    args = grpo_config(rl, checkpoint_dir, save_total_limit)
+    # one slot per question drawn, by every process (each draws rl.questions_per_step a step): the environment fills
+    # the slots of each step when they are rolled out, and the run is one pass over them in every process count
+    slots = Dataset.from_dict({"prompt": [str(i) for i in range(rl.steps * rl.questions_per_step * world_size())]})
     # TRL warns that rollout_func is experimental; the pinned TRL version is the one this module was checked on
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
-    return SearchGRPOTrainer(**kwargs)
+    return SearchGRPOTrainer(model=model, args=args, train_dataset=slots, processing_class=tokenizer,
+                             callbacks=callbacks, episodes=episodes, rl=rl, peft_config=peft_config(rl.lora))

@@ -1,7 +1,7 @@
 """Self-play rounds as the environment of the rl stage's GRPO trainer: one trainer step is one round.
 
-:class:`SelfPlayRounds` plays :class:`searchlab.rl.grpo.SearchEpisodes`' part
-for :func:`searchlab.rl.trainer.make_grpo_trainer` (same trainer, rewards, masks and
+:class:`SelfPlayRounds` plays :class:`searchlab.rl.env.SearchEpisodes`' part
+for :func:`searchlab.rl.trainer.make_search_trainer` (same trainer, rewards, masks and
 checkpoints). Each round (the trainer's ``rollout_func`` for step ``k``):
 
 1. **propose**: ``proposals_per_round`` seed answers, ``num_generations``
@@ -40,11 +40,12 @@ from pathlib import Path
 
 from searchlab.agent.protocol import proposer_instruction
 from searchlab.agent.replay import replay
-from searchlab.agent.rollout import Rollout, chat_prompt, encode_prompt, rollout
+from searchlab.agent.episode import Rollout
+from searchlab.agent.rollout import chat_prompt, encode_prompt, rollout
 from searchlab.jsonl import read_jsonl, write_jsonl
 from searchlab.params import RolloutParams
 from searchlab.selfplay.config import SelfPlayParams
-from searchlab.rl.grpo import StepBatch, generation_model, policy_params, training_rollout_params, trl_batch
+from searchlab.rl.env import StepBatch, generation_model, policy_params, training_rollout_params, trl_batch
 from searchlab.rl.rewards import reward
 from searchlab.scoring import exact_match, normalize_answer
 from searchlab.selfplay.seeds import draw_seeds

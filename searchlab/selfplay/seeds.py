@@ -22,7 +22,7 @@ from pathlib import Path
 
 from searchlab.corpus.importers import split_contents
 from searchlab.jsonl import iter_jsonl
-from searchlab.params import QAParams
+from searchlab.synth.config import QAParams
 from searchlab.scoring import normalize_answer
 from searchlab.synth.pipeline import is_heldout
 

@@ -16,9 +16,10 @@ import logging
 from pathlib import Path
 
 from searchlab.jsonl import read_jsonl, write_jsonl
-from searchlab.params import ModelParams, QAParams, RetrieverParams, RolloutParams
+from searchlab.params import ModelParams, RetrieverParams, RolloutParams
+from searchlab.synth.config import QAParams
 from searchlab.selfplay.config import SelfPlayParams
-from searchlab.rl.train import dev_figures, make_search_trainer
+from searchlab.rl.train import dev_figures
 from searchlab.scoring import normalize_answer
 from searchlab.selfplay.rounds import SelfPlayRounds, round_file, round_summary
 from searchlab.selfplay.seeds import seed_answers
@@ -31,7 +32,7 @@ PROGRESS = {"reward": "reward", "verified": "selfplay/verified_share", "solver":
 
 
 class SelfPlayJob(Job):
-    """A selfplay training job (:func:`run_selfplay`; its worker is :mod:`searchlab.selfplay.job`):
+    """A selfplay training job (:func:`run_selfplay`; its worker is :mod:`searchlab.selfplay.worker`):
     :func:`train_selfplay` of the policy at ``start``."""
 
     model: ModelParams
@@ -55,7 +56,7 @@ def run_selfplay(job: SelfPlayJob, accelerate_config: str | None = None) -> dict
     if job.selfplay.kb_filter and not (job.corpus / "kb.jsonl").is_file():
         raise ValueError(f"selfplay.kb_filter is on, but the corpus has no knowledge base ({job.corpus}/kb.jsonl); "
                          f"turn it off for a corpus without one")
-    return launch("searchlab.selfplay.job", job, job.work_dir, job.selfplay.num_processes, accelerate_config)
+    return launch("searchlab.selfplay.worker", job, job.work_dir, job.selfplay.num_processes, accelerate_config)
 
 
 def known_questions(qa_dir: Path) -> set[str]:
@@ -64,41 +65,28 @@ def known_questions(qa_dir: Path) -> set[str]:
             if (qa_dir / name).is_file() for q in read_jsonl(qa_dir / name)}
 
 
-def train_selfplay(selfplay: SelfPlayParams, qa: QAParams, rollout: RolloutParams, model, tokenizer, retriever,
-                   corpus_dir: Path, qa_dir: Path, out_dir: Path, work_dir: Path, kb=None,
-                   callbacks: list | None = None, proposer: tuple | None = None) -> dict | None:
-    """Play ``selfplay.rounds`` rounds from ``model``; the main process writes ``out_dir`` and returns the figures.
+def train_selfplay(job: SelfPlayJob, model, tokenizer, retriever, kb=None, proposer: tuple | None = None,
+                   callbacks: list | None = None) -> dict | None:
+    """Play ``selfplay.rounds`` rounds of ``job`` from ``model``; the main process writes ``job.out_dir`` and returns
+    the figures.
 
     ``kb``: the corpus's :class:`searchlab.corpus.kb.KB` (None: no knowledge base), for the KB check.
     ``proposer``: ``(model, tokenizer)`` of a frozen proposer; None: the policy proposes.
     """
-    from searchlab.selfplay.verify import KBCheck
-
-    rl = selfplay.as_rl()
-    checkpoint_dir, rounds_dir = work_dir / "checkpoints", work_dir / "rounds"
-    known = known_questions(qa_dir)
-    seeds = seed_answers(corpus_dir, qa, selfplay.seeds)
-    rounds = SelfPlayRounds(tokenizer, retriever, seeds, rollout, selfplay, rounds_dir, known,
-                            KBCheck(kb) if kb is not None else None, proposer)
-    progress = ProgressLog("selfplay: round", PROGRESS, selfplay.rounds)
-    trainer = make_search_trainer(rl, model, tokenizer, rounds, checkpoint_dir, [progress.callback, *(callbacks or [])],
-                                  save_total_limit=selfplay.keep_checkpoints)
-    if rl.dev.questions:
-        from searchlab.rl.dev import DevScoring
-
-        trainer.add_callback(DevScoring.of(trainer, retriever, rl, rollout, qa_dir / "dev.jsonl"))
-    resume = resume_point(checkpoint_dir)
+    selfplay, known = job.selfplay, known_questions(job.qa_dir)
+    trainer, rounds = build_selfplay_trainer(job, model, tokenizer, retriever, known, kb, proposer, callbacks)
+    resume = resume_point(job.work_dir / "checkpoints")
     if resume:
         played = int(Path(resume).name.split("-")[-1])
         if played < selfplay.rounds:
             log.info("selfplay: resuming at round %d of %d (%s)", played + 1, selfplay.rounds, resume)
         else:
             log.info("selfplay: all %d rounds were played; writing the policy from %s", selfplay.rounds, resume)
-    trained = train_and_save(trainer, tokenizer, resume, out_dir)
+    trained = train_and_save(trainer, tokenizer, resume, job.out_dir)
     if trained is None:  # not the main process
         return None
-    history = trainer.state.log_history
-    records = [r for index in range(selfplay.rounds) for r in read_jsonl(round_file(rounds_dir, index))]
+    out_dir, history = job.out_dir, trainer.state.log_history
+    records = [r for index in range(selfplay.rounds) for r in read_jsonl(round_file(job.work_dir / "rounds", index))]
     write_jsonl(out_dir / "questions.jsonl", records)
     summaries = [round_summary(index, [r for r in records if r["round"] == index], [], [], known, kb is not None)
                  for index in range(selfplay.rounds)]
@@ -120,6 +108,26 @@ def train_selfplay(selfplay: SelfPlayParams, qa: QAParams, rollout: RolloutParam
     if kb is not None and verified:
         figures["kb_correct_share"] = round(sum(bool(r["kb_correct"]) for r in verified) / len(verified), 4)
     return figures
+
+
+def build_selfplay_trainer(job: SelfPlayJob, model, tokenizer, retriever, known: set[str], kb, proposer,
+                           callbacks: list | None):
+    """``(trainer, rounds)``: the rl stage's GRPO trainer with :class:`SelfPlayRounds` of ``job`` as its
+    environment, scoring ``selfplay.dev.questions`` of the qa stage's dev set at every checkpoint."""
+    from searchlab.rl.trainer import make_search_trainer
+    from searchlab.selfplay.verify import KBCheck
+
+    selfplay, rl = job.selfplay, job.selfplay.as_rl()
+    rounds = SelfPlayRounds(tokenizer, retriever, seed_answers(job.corpus, job.qa, selfplay.seeds), job.rollout,
+                            selfplay, job.work_dir / "rounds", known, KBCheck(kb) if kb is not None else None, proposer)
+    progress = ProgressLog("selfplay: round", PROGRESS, selfplay.rounds)
+    trainer = make_search_trainer(rl, model, tokenizer, rounds, job.work_dir / "checkpoints",
+                                  [progress.callback, *(callbacks or [])], save_total_limit=selfplay.keep_checkpoints)
+    if rl.dev.questions:
+        from searchlab.rl.dev import DevScoring
+
+        trainer.add_callback(DevScoring.of(trainer, retriever, rl, job.rollout, job.qa_dir / "dev.jsonl"))
+    return trainer, rounds
 
 
 def write_datasheet(path: Path, summaries: list[dict], records: list[dict], has_kb: bool, examples: int = 10) -> None:

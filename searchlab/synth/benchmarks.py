@@ -12,7 +12,8 @@ import random
 from pathlib import Path
 
 from searchlab.jsonl import read_jsonl, write_jsonl
-from searchlab.params import QUESTION_TYPES, BenchmarksParams
+from searchlab.synth.config import BenchmarksParams
+from searchlab.record import QUESTION_TYPES
 from searchlab.record import QuestionRecord
 from searchlab.scoring import normalize_answer
 

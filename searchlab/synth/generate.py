@@ -46,9 +46,6 @@ from searchlab.synth.lexicon import (
 )
 
 
-BUCKETS = ("easy", "medium", "hard")  # difficulty buckets, easiest first (curriculum RL's order)
-
-
 @dataclass
 class Constraint:
     """One condition the answer satisfies, with the fact and passage that satisfy it."""

@@ -21,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 
-from searchlab.params import SolverParams
+from searchlab.synth.config import SolverParams
 
 BATCH_SIZE = 16     # prompts per generate() call of the hf backend
 NLI_BATCH_SIZE = 32

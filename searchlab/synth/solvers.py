@@ -20,7 +20,7 @@ from collections import Counter
 from functools import cached_property
 
 from searchlab.corpus.kb import KB
-from searchlab.params import SolverParams
+from searchlab.synth.config import SolverParams
 from searchlab.scoring import cover_exact_match, normalize_answer
 from searchlab.synth.generate import Question
 

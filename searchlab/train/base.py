@@ -34,7 +34,7 @@ POINTER = "base.json"  # in a base folder that holds no model: {"name_or_path": 
 
 
 class PretrainJob(Job):
-    """The tiny model's pretraining job (:func:`build_base`; its worker is :mod:`searchlab.train.pretrain_job`):
+    """The tiny model's pretraining job (:func:`build_base`; its worker is :mod:`searchlab.train.pretrain_worker`):
     :func:`searchlab.train.pretrain.pretrain_lm` of the model at ``start`` on ``corpus``."""
 
     model: ModelParams  # model.tiny.pretrain and model.tiny.seed: how it pretrains
@@ -71,7 +71,7 @@ def build_base(model: ModelParams, corpus_jsonl: Path | None, demos_jsonl: Path 
         shutil.copytree(initial, out_dir, dirs_exist_ok=True)
         return {}
     job = PretrainJob(model=model, start=initial, corpus=corpus_jsonl, out_dir=out_dir, work_dir=work_dir)
-    figures = launch("searchlab.train.pretrain_job", job, work_dir)
+    figures = launch("searchlab.train.pretrain_worker", job, work_dir)
     return {f"pretrain_{name}": value for name, value in figures.items()}
 
 

@@ -62,6 +62,14 @@ def vllm_problem(wanted: bool) -> str | None:
     return None if torch.cuda.is_available() else "vLLM needs a CUDA GPU, and this machine has none"
 
 
+def check_device(use_vllm: bool, key: str) -> None:
+    """Refuse, naming the key (``rl.use_vllm``, ``selfplay.use_vllm``), what this machine cannot do: vLLM rollouts
+    without CUDA (:func:`vllm_problem`)."""
+    problem = vllm_problem(use_vllm)
+    if problem:
+        raise ValueError(f"{key}: {problem}; set {key}: false")
+
+
 class LaunchError(RuntimeError):
     """A launched training job failed; the message names its exit status, the worker's exception and the command."""
 

@@ -19,8 +19,9 @@ from typing import get_args
 from searchlab.agent.protocol import environment_spans
 from searchlab.agent.rollout import chat_prompt, encode_completion, encode_prompt
 from searchlab.jsonl import read_jsonl
-from searchlab.config import Bucket
-from searchlab.params import ModelParams, SFTParams
+from searchlab.record import Bucket
+from searchlab.params import ModelParams
+from searchlab.train.config import SFTParams
 from searchlab.train.common import (
     ProgressLog,
     make_sft_trainer,
@@ -100,7 +101,7 @@ def demo_datasets(tokenizer, demos_jsonl: Path, max_length: int, renamed_copies:
 
 
 class SFTJob(Job):
-    """An sft training job (:func:`run_sft`; its worker is :mod:`searchlab.train.sft_job`): :func:`train_sft` of
+    """An sft training job (:func:`run_sft`; its worker is :mod:`searchlab.train.sft_worker`): :func:`train_sft` of
     the model at ``start`` on the demonstrations of ``demos``."""
 
     model: ModelParams
@@ -121,7 +122,7 @@ def run_sft(job: SFTJob, accelerate_config: str | None = None) -> dict:
 
     Checkpoints go to ``job.work_dir`` (a rerun resumes from them); returns the figures of :func:`train_sft`.
     """
-    return launch("searchlab.train.sft_job", job, job.work_dir, job.sft.num_processes, accelerate_config)
+    return launch("searchlab.train.sft_worker", job, job.work_dir, job.sft.num_processes, accelerate_config)
 
 
 def train_sft(params: SFTParams, model, tokenizer, demos_jsonl: Path, out_dir: Path, checkpoint_dir: Path,

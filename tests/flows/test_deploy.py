@@ -111,7 +111,7 @@ def test_a_deployment_run_is_executed_by_searchlab_worker_and_forged_runs_are_re
             # stopping the worker ends the run it executes, with every process the run started
             long = client.create_flow_run_from_deployment(deployment.id, parameters={"stages": ["base"]})
             deadline = time.time() + 120
-            while not any("pretrain_job" in _command(child) for child in _descendants(worker.pid)):
+            while not any("pretrain_worker" in _command(child) for child in _descendants(worker.pid)):
                 assert worker.poll() is None and time.time() < deadline, log.read_text()
                 time.sleep(0.5)
             started = _descendants(worker.pid)

@@ -12,7 +12,8 @@ import pytest
 
 from searchlab.eval.benchmarks import load_benchmark
 from searchlab.jsonl import read_jsonl
-from searchlab.params import QAParams, QuestionFileParams
+from searchlab.eval.config import QuestionFileParams
+from searchlab.synth.config import QAParams
 from searchlab.questions import OverlapError, import_questions, is_dev
 from searchlab.record import ABSENT, QuestionRecord
 

@@ -28,11 +28,14 @@ def test_every_project_module_a_stage_loads_is_in_its_code(stage):
         [sys.executable, "-c", f"import json, sys, {module}; print(json.dumps(sorted(sys.modules)))"],
         cwd=REPO, capture_output=True, text=True, check=True).stdout)
     ours = {m for m in loaded if m.partition(".")[0] in ("searchlab", "tasks")}
-    # the section modules' packages run too: rl's and selfplay's __init__.py, which import nothing
+    # the section modules' packages run too (their __init__.py import nothing), and what the section modules
+    # import for their word lists (the question record's types and buckets)
     packages = {m.rpartition(".")[0] for m in SECTIONS}
     assert not any(direct_imports(p, module_file(p)) for p in packages)
-    sections = SECTIONS | packages
-    assert ours - MACHINERY - {"tasks.imports"} - sections <= set(project_modules(module))
+    sections = {m for s in SECTIONS for m in project_modules(s)}
+    # and the stage contract's machinery with what it loads (the params loader, the progress line)
+    machinery = {m for name in MACHINERY for m in project_modules(name)}
+    assert ours - machinery - sections <= set(project_modules(module))
 
 
 def test_the_modules_the_issue_found_missing_are_covered():
@@ -40,7 +43,7 @@ def test_the_modules_the_issue_found_missing_are_covered():
         assert "searchlab.corpus.importers" in project_modules(module)
     assert "tasks.tracking" in project_modules("tasks.evaluate")  # resolves models:/ references
     # run in child processes, named by a string: the training job and the index builder
-    assert {"searchlab.train.sft_job", "searchlab.train.pretrain"} <= set(project_modules("tasks.sft"))
+    assert {"searchlab.train.sft_worker", "searchlab.train.pretrain"} <= set(project_modules("tasks.sft"))
     assert "searchlab.retrieval.build_worker" in project_modules("tasks.index")
 
 
@@ -85,10 +88,24 @@ print(json.dumps(fps))
 """
 
 
-def test_a_description_edit_in_the_rl_config_makes_only_the_grpo_stages_and_evaluation_stale(tmp_path):
-    """The rl section's module is in the code of the stages that import it (rl, and selfplay, which shares its GRPO
-    settings), not in every stage's through the params composite: nothing upstream of them reruns."""
-    assert SECTIONS == {"searchlab.rl.config", "searchlab.selfplay.config"}
+ALL_STAGES = {"corpus", "index", "qa", "benchmarks", "base", "sft", "selfplay", "rl", "evaluate"}
+# the stages a description edit in each section module makes stale under the demo's params: those whose own code
+# imports the module, and everything downstream of them (a fingerprint holds its upstream fingerprints)
+STALE_AFTER_A_DESCRIPTION_EDIT = {
+    "searchlab.rl.config": {"selfplay", "rl", "evaluate"},  # selfplay shares rl's GRPO settings
+    "searchlab.selfplay.config": {"selfplay", "evaluate"},
+    "searchlab.train.config": {"sft", "selfplay", "rl", "evaluate"},
+    # the qa stage reads question files (the format list is here) and base reads qa for the tiny model's tokenizer
+    "searchlab.synth.config": ALL_STAGES - {"corpus", "index"},
+    "searchlab.eval.config": ALL_STAGES - {"corpus", "index"},
+}
+
+
+@pytest.mark.parametrize("module", sorted(STALE_AFTER_A_DESCRIPTION_EDIT))
+def test_a_description_edit_in_a_section_module_makes_only_the_stages_that_import_it_stale(tmp_path, module):
+    """A section's module is in the code of the stages that import it, not in every stage's through the params
+    composite: nothing upstream of them reruns."""
+    assert SECTIONS == set(STALE_AFTER_A_DESCRIPTION_EDIT)
     project = make_project(tmp_path / "project", with_code=True)
 
     def fingerprints() -> dict[str, str]:  # in the copy's own code (PYTHONPATH comes before the editable install)
@@ -96,11 +113,9 @@ def test_a_description_edit_in_the_rl_config_makes_only_the_grpo_stages_and_eval
                                          capture_output=True, env={**os.environ, "PYTHONPATH": str(project)}).stdout)
 
     before = fingerprints()
-    config = project / "searchlab/rl/config.py"
+    config = project / module_file(module).relative_to(REPO)
     text = config.read_text()
-    old = 'description="optimizer steps; each rolls out a fresh batch"'
-    assert old in text
-    config.write_text(text.replace(old, 'description="optimizer steps, each rolling out a fresh batch"'))
+    assert 'description="' in text
+    config.write_text(text.replace('description="', 'description="(reworded) ', 1))
     after = fingerprints()
-    assert {name for name in before if before[name] != after[name]} == {"selfplay", "rl", "evaluate"}
-
+    assert {name for name in before if before[name] != after[name]} == STALE_AFTER_A_DESCRIPTION_EDIT[module]

@@ -29,7 +29,8 @@ from searchlab.agent import (
     instruction,
     parse_trajectory,
 )
-from searchlab.agent.rollout import Rollout, encode_completion, encode_prompt, is_vllm, rollout, summarize
+from searchlab.agent.episode import Rollout
+from searchlab.agent.rollout import encode_completion, encode_prompt, is_vllm, rollout, summarize
 from tests.toyworld import (
     LONG_THINK,
     QUESTIONS,

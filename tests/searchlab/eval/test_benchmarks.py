@@ -20,7 +20,7 @@ from searchlab.eval.benchmarks import (
     load_benchmark,
 )
 from searchlab.jsonl import write_jsonl
-from searchlab.params import BenchmarksParams
+from searchlab.synth.config import BenchmarksParams
 from searchlab.synth.benchmarks import write_suites
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from searchlab.agent.rollout import Rollout
+from searchlab.agent.episode import Rollout
 from searchlab.eval.benchmarks import Question
 from searchlab.eval.metrics import compare, question_record, summarize
 

@@ -69,7 +69,7 @@ def test_every_system_on_every_benchmark_then_a_rerun_computes_only_missing_shar
 
 def test_the_sampled_system_averages_several_sampled_episodes_per_question(model, tok, bm25, tmp_path):
     from searchlab.eval.metrics import mean_record
-    from searchlab.params import SamplingParams
+    from searchlab.eval.config import SamplingParams
 
     results = run_evaluation({"sft": lambda: (Scripted(model, tok), tok)}, ["agent", "sampled"], BENCHMARKS, bm25,
                              params(), tmp_path / "out", tmp_path / "shards", resamples=200,
@@ -89,7 +89,7 @@ def test_the_sampled_system_averages_several_sampled_episodes_per_question(model
 
 def test_a_model_with_systems_of_its_own_runs_only_those_and_is_compared_on_them(model, tok, bm25, tmp_path,
                                                                                 monkeypatch):
-    from searchlab.params import EvalParams
+    from searchlab.eval.config import EvalParams
 
     monkeypatch.setitem(SCRIPTS, "What is the capital of Japan?", ["<answer>Tokyo</answer>"] * 2)  # as above
 

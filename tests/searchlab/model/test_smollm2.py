@@ -47,7 +47,9 @@ from searchlab.agent.rollout import (
 from searchlab.model import check_protocol_tokens, load_model
 from searchlab.model.gguf import PACKAGED, convert_gguf, gguf_file
 from searchlab.config import LoraParams
-from searchlab.params import RolloutParams, SFTParams, SolverParams
+from searchlab.params import RolloutParams
+from searchlab.synth.config import SolverParams
+from searchlab.train.config import SFTParams
 from searchlab.train.sft import IGNORE, encode_demo, train_sft
 
 # one torch thread (tests/searchlab/conftest.py's one_thread): as fast as two here on an idle two-core machine

@@ -1,10 +1,13 @@
-"""The rl tests' questions, rollout params, trainer params and seeded policy (plain helpers; the fixtures world and
-tokenizer are in this package's conftest.py)."""
+"""The rl tests' questions, rollout params, trainer params, jobs and seeded policy (plain helpers; the fixtures
+world and tokenizer are in this package's conftest.py)."""
 
 from __future__ import annotations
 
-from searchlab.params import RolloutParams
+from pathlib import Path
+
+from searchlab.params import ModelParams, RetrieverParams, RolloutParams
 from searchlab.rl.config import RLParams
+from searchlab.rl.train import RLJob
 from tests.toyworld import make_model
 
 # (id, question, answers, evidence passages of tests/toyworld.py's DOCS, difficulty bucket)
@@ -59,3 +62,12 @@ def searching_policy(tokenizer, retriever, questions_jsonl, steps: int = 150):
         optimizer.step()
         optimizer.zero_grad()
     return model
+
+
+def rl_job(rl: RLParams, questions: Path, corpus: Path, work_dir: Path, out_dir: Path | None = None,
+           rollout: RolloutParams = ROLLOUT, **files: Path) -> RLJob:
+    """The :class:`RLJob` of the tests' files. ``start`` and ``index`` are the worker's to load (it opens the model
+    and the retriever): the tests pass live ones to ``train_rl`` and ``build_trainer`` in-process."""
+    return RLJob(model=ModelParams(), rollout=rollout, rl=rl, retriever=RetrieverParams(), start=work_dir,
+                 questions=questions, corpus=corpus, index=work_dir, out_dir=out_dir or work_dir / "out",
+                 work_dir=work_dir, **files)

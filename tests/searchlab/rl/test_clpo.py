@@ -241,9 +241,10 @@ def test_configuration_errors(kb, questions, tmp_path):
     (tmp_path / "corpus.jsonl").write_text("")
     rl = RLParams(curriculum=["clpo"])
     from searchlab.rl.train import build_trainer
+    from tests.searchlab.rl.rlworld import rl_job
 
     with pytest.raises(ValueError, match=r"rl\.clpo\.restructure"):
-        build_trainer(rl, None, None, None, None, tmp_path / "train.jsonl", tmp_path / "corpus.jsonl", tmp_path)
+        build_trainer(rl_job(rl, tmp_path / "train.jsonl", tmp_path / "corpus.jsonl", tmp_path), None, None, None)
     assert clpo_restructurer(["clpo"], CLPOParams(restructure=False, diversify=False), tmp_path) is None
     assert clpo_restructurer(["noise"], CLPOParams(), tmp_path) is None
 

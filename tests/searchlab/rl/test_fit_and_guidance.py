@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from searchlab.agent.replay import model_turns, replay
-from searchlab.rl.grpo import SearchEpisodes
+from searchlab.rl.env import SearchEpisodes
 from searchlab.rl.rewards import RewardBreakdown
 from searchlab.rl.train import build_trainer
-from tests.searchlab.rl.rlworld import QUESTIONS, ROLLOUT, rl_params as _rl, seeded_policy as _model
+from tests.searchlab.rl.rlworld import QUESTIONS, ROLLOUT, rl_job, rl_params as _rl, seeded_policy as _model
 
 # the fixtures world, tokenizer and searching_model: this package's conftest.py
 
@@ -37,8 +37,8 @@ def test_guidance_puts_the_demonstration_into_every_group_the_policy_fails(world
              reward={"evidence_share": 0.5})
     demos = _demos(tmp_path)
     # the random policy answers nothing right: every group fails, and every one is guided
-    trainer, _ = build_trainer(rl, ROLLOUT, _model(tokenizer), tokenizer, retriever, questions, corpus, tmp_path,
-                               demos_jsonl=demos)
+    trainer, _ = build_trainer(rl_job(rl, questions, corpus, tmp_path, demos=demos),
+                               _model(tokenizer), tokenizer, retriever)
     batch = trainer._generate_and_score_completions([{"prompt": str(i)} for i in range(12)])
     last = trainer.episodes.last
     metrics = trainer._metrics["train"]
@@ -62,8 +62,8 @@ def test_the_curriculum_learns_the_policy_s_own_outcome_not_the_guided_demonstra
     # the difficulty curriculum keeps every group outcome of its level in a window: each group here failed
     rl = _rl(num_generations=3, questions_per_step=4, guidance={"enabled": True}, curriculum=["difficulty"],
              difficulty={"window": 8})
-    trainer, _ = build_trainer(rl, ROLLOUT, _model(tokenizer), tokenizer, retriever, questions, corpus, tmp_path,
-                               demos_jsonl=_demos(tmp_path))
+    trainer, _ = build_trainer(rl_job(rl, questions, corpus, tmp_path, demos=_demos(tmp_path)),
+                               _model(tokenizer), tokenizer, retriever)
     trainer._generate_and_score_completions([{"prompt": str(i)} for i in range(12)])
     last = trainer.episodes.last
     assert sum(last.guided) == 4 and all(r.outcome == 1.0 for r, g in zip(last.rewards, last.guided) if g)
@@ -73,8 +73,9 @@ def test_the_curriculum_learns_the_policy_s_own_outcome_not_the_guided_demonstra
 def test_guidance_without_demonstrations_is_refused_naming_the_key(world, tokenizer, tmp_path):
     questions, corpus, retriever = world
     with pytest.raises(ValueError, match="rl.guidance.enabled"):
-        build_trainer(_rl(guidance={"enabled": True}), ROLLOUT, _model(tokenizer), tokenizer, retriever, questions,
-                      corpus, tmp_path, demos_jsonl=tmp_path / "missing.jsonl")
+        build_trainer(rl_job(_rl(guidance={"enabled": True}), questions, corpus, tmp_path,
+                             demos=tmp_path / "missing.jsonl"),
+                      _model(tokenizer), tokenizer, retriever)
 
 
 class Negated(SearchEpisodes):
@@ -101,7 +102,8 @@ def _sampled_em(model, tokenizer, retriever, questions_jsonl, rollout) -> float:
 def test_rl_on_a_fixed_question_set_fits_it_and_a_flipped_reward_does_not(world, tokenizer, searching_model,
                                                                          tmp_path):
     from searchlab.rl.curriculum import Curriculum
-    from searchlab.rl.train import make_search_trainer, training_questions
+    from searchlab.rl.train import training_questions
+    from searchlab.rl.trainer import make_search_trainer
 
     questions, corpus, retriever = world
     # every step trains on all six questions (a uniform step of the pool's size draws each once)
@@ -125,12 +127,12 @@ def test_rl_on_a_fixed_question_set_fits_it_and_a_flipped_reward_does_not(world,
 
 def test_near_miss_re_rolls_the_best_partial_episode_in_place_of_the_worst(world, tokenizer, searching_model,
                                                                           tmp_path):
-    from searchlab.rl.grpo import Group, training_rollout_params
+    from searchlab.rl.env import Group, training_rollout_params
 
     questions, corpus, retriever = world
     rl = _rl(num_generations=4, questions_per_step=6, near_miss=True, reward={"evidence_share": 0.5})
-    trainer, _ = build_trainer(rl, ROLLOUT, copy.deepcopy(searching_model), tokenizer, retriever, questions, corpus,
-                               tmp_path)
+    trainer, _ = build_trainer(rl_job(rl, questions, corpus, tmp_path),
+                               copy.deepcopy(searching_model), tokenizer, retriever)
     env = trainer.episodes
     # gold answers no episode can give: every group is unsolved, and those whose searches found evidence are misses
     asked = [{**q, "answers": ["no such answer"]} for q in map(json.loads, questions.read_text().splitlines())]
@@ -162,8 +164,8 @@ def test_graded_format_credit_fades_out_over_the_steps_the_stage_trains(world, t
     questions, corpus, retriever = world
     rl = _rl(num_generations=3, questions_per_step=2, reward={"format_credit": "graded", "search_bonus": 0.5,
                                                               "fade_steps": 2})
-    trainer, _ = build_trainer(rl, ROLLOUT, copy.deepcopy(searching_model), tokenizer, retriever, questions, corpus,
-                               tmp_path)
+    trainer, _ = build_trainer(rl_job(rl, questions, corpus, tmp_path),
+                               copy.deepcopy(searching_model), tokenizer, retriever)
     paid = {}
     for step in (0, 1, 2):
         trainer.state.global_step = step

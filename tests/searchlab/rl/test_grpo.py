@@ -10,9 +10,9 @@ import pytest
 import torch
 from transformers import TrainerCallback
 
-from searchlab.rl.grpo import CURRICULUM_FILE, trl_batch
+from searchlab.rl.env import CURRICULUM_FILE, trl_batch
 from searchlab.rl.train import build_trainer, train_rl
-from tests.searchlab.rl.rlworld import ROLLOUT, rl_params as _rl, seeded_policy as _model
+from tests.searchlab.rl.rlworld import rl_job, rl_params as _rl, seeded_policy as _model
 from tests.toyworld import make_model
 
 # world (questions, corpus, BM25 over tests/toyworld.py's DOCS) and tokenizer: this package's conftest.py
@@ -20,7 +20,7 @@ pytestmark = pytest.mark.usefixtures("one_thread")  # tests/searchlab/conftest.p
 
 
 def test_trl_batch_inverts_the_environment_mask_and_closes_finished_episodes_with_eos():
-    from searchlab.agent.rollout import Rollout
+    from searchlab.agent.episode import Rollout
 
     done = Rollout("q", "p", prompt_ids=[1], completion_ids=[5, 6, 7, 8], env_mask=[0, 1, 1, 0], finished=True)
     cut = Rollout("q", "p", prompt_ids=[1], completion_ids=[5, 6], env_mask=[0, 1], finished=False)
@@ -32,7 +32,7 @@ def test_trl_batch_inverts_the_environment_mask_and_closes_finished_episodes_wit
 
 def test_the_loss_covers_exactly_the_model_s_own_tokens(world, tokenizer, tmp_path):
     questions, corpus, retriever = world
-    trainer, _ = build_trainer(_rl(), ROLLOUT, _model(tokenizer), tokenizer, retriever, questions, corpus, tmp_path)
+    trainer, _ = build_trainer(rl_job(_rl(), questions, corpus, tmp_path), _model(tokenizer), tokenizer, retriever)
     batch = trainer._generate_and_score_completions([{"prompt": str(i)} for i in range(6)])
     episodes = trainer.episodes.last.episodes
     assert len(episodes) == 6 and any(any(e.env_mask) for e in episodes)  # the environment wrote into some
@@ -47,7 +47,7 @@ def test_the_loss_covers_exactly_the_model_s_own_tokens(world, tokenizer, tmp_pa
 
 def test_rewards_read_the_parsed_answer_and_groups_share_a_question(world, tokenizer, tmp_path):
     questions, corpus, retriever = world
-    trainer, _ = build_trainer(_rl(), ROLLOUT, _model(tokenizer), tokenizer, retriever, questions, corpus, tmp_path)
+    trainer, _ = build_trainer(rl_job(_rl(), questions, corpus, tmp_path), _model(tokenizer), tokenizer, retriever)
     trainer._generate_and_score_completions([{"prompt": str(i)} for i in range(6)])
     last = trainer.episodes.last
     assert [q["id"] for q in last.questions[:3]] == [last.questions[0]["id"]] * 3
@@ -69,15 +69,15 @@ def test_a_resumed_run_ends_with_the_weights_and_curriculum_of_an_uninterrupted_
                                                                                     tmp_path, curriculum):
     questions, corpus, retriever = world
     rl = _rl(curriculum=curriculum, difficulty={"advance_at": 0.01, "window": 2}, noise={"start": 0.2, "end": 0.8})
-    straight = train_rl(rl, ROLLOUT, copy.deepcopy(searching_model), tokenizer, retriever, questions, corpus,
-                        tmp_path / "a", tmp_path / "a-work")
+    straight = train_rl(rl_job(rl, questions, corpus, tmp_path / "a-work", tmp_path / "a"),
+                        copy.deepcopy(searching_model), tokenizer, retriever)
     assert straight["steps"] == 4
     with pytest.raises(KeyboardInterrupt):
-        train_rl(rl, ROLLOUT, copy.deepcopy(searching_model), tokenizer, retriever, questions, corpus, tmp_path / "b",
-                 tmp_path / "b-work", callbacks=[_Interrupt()])
+        train_rl(rl_job(rl, questions, corpus, tmp_path / "b-work", tmp_path / "b"),
+                 copy.deepcopy(searching_model), tokenizer, retriever, callbacks=[_Interrupt()])
     assert (tmp_path / "b-work/checkpoints/checkpoint-2" / CURRICULUM_FILE).is_file()
-    resumed = train_rl(rl, ROLLOUT, copy.deepcopy(searching_model), tokenizer, retriever, questions, corpus,
-                       tmp_path / "b", tmp_path / "b-work")
+    resumed = train_rl(rl_job(rl, questions, corpus, tmp_path / "b-work", tmp_path / "b"),
+                       copy.deepcopy(searching_model), tokenizer, retriever)
     assert resumed["resumed_from_step"] == 2 and resumed["steps"] == 4
 
     from searchlab.model import load_model
@@ -98,7 +98,7 @@ def test_stratified_estimator_replaces_the_group_advantage(world, tokenizer, tmp
 
     questions, corpus, retriever = world
     rl = _rl(estimator="stratified", stratified_alpha=0.7)
-    trainer, _ = build_trainer(rl, ROLLOUT, _model(tokenizer), tokenizer, retriever, questions, corpus, tmp_path)
+    trainer, _ = build_trainer(rl_job(rl, questions, corpus, tmp_path), _model(tokenizer), tokenizer, retriever)
     batch = trainer._generate_and_score_completions([{"prompt": str(i)} for i in range(6)])
     last = trainer.episodes.last
     expected = stratified_grpo_advantages([r.total for r in last.rewards], [len(e.searches) for e in last.episodes],
@@ -108,8 +108,8 @@ def test_stratified_estimator_replaces_the_group_advantage(world, tokenizer, tmp
 
 def test_igpo_adds_information_gain_to_model_tokens_only(world, tokenizer, tmp_path):
     questions, corpus, retriever = world
-    trainer, _ = build_trainer(_rl(estimator="igpo"), ROLLOUT, _model(tokenizer), tokenizer, retriever, questions,
-                               corpus, tmp_path)
+    trainer, _ = build_trainer(rl_job(_rl(estimator="igpo"), questions, corpus, tmp_path),
+                               _model(tokenizer), tokenizer, retriever)
     batch = trainer._generate_and_score_completions([{"prompt": str(i)} for i in range(6)])
     advantages, mask = batch["advantages"], batch["completion_mask"] * batch["tool_mask"]
     assert advantages.dim() == 2 and advantages.shape == mask.shape
@@ -120,7 +120,7 @@ def test_igpo_adds_information_gain_to_model_tokens_only(world, tokenizer, tmp_p
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the refusal on a machine without CUDA")
 def test_vllm_rollouts_without_cuda_are_refused_naming_the_key():
-    from searchlab.rl.train import check_device
+    from searchlab.train.launch import check_device
 
     check_device(_rl().use_vllm, "rl.use_vllm")  # the default asks for no GPU
     with pytest.raises(ValueError, match="^selfplay.use_vllm: vLLM needs a CUDA GPU"):
@@ -134,8 +134,9 @@ def test_grad_accum_must_divide_a_step_s_episodes():
 
 def test_grad_accum_splits_each_step_s_rollout_batch_into_micro_batches(world, tokenizer, tmp_path):
     questions, corpus, retriever = world
-    figures = train_rl(_rl(steps=2, grad_accum=3, save_steps=5), ROLLOUT, _model(tokenizer), tokenizer, retriever,
-                       questions, corpus, tmp_path / "out", tmp_path / "work")
+    figures = train_rl(rl_job(_rl(steps=2, grad_accum=3, save_steps=5), questions, corpus, tmp_path / "work",
+                              tmp_path / "out"),
+                       _model(tokenizer), tokenizer, retriever)
     assert figures["steps"] == 2
     kept = sorted(path.name for path in (tmp_path / "work/trajectories").glob("*.jsonl"))
     assert kept == ["step-000000.jsonl", "step-000001.jsonl"]  # one rollout batch per optimizer step
@@ -151,15 +152,15 @@ def test_a_lora_policy_trains_only_its_adapters_resumes_from_them_and_is_saved_m
 
     questions, corpus, retriever = world
     rl = _rl(lora={"enabled": True, "r": 4, "alpha": 8, "target_modules": ["q_proj", "v_proj"]})
-    straight = train_rl(rl, ROLLOUT, _model(tokenizer), tokenizer, retriever, questions, corpus, tmp_path / "a",
-                        tmp_path / "a-work")
+    straight = train_rl(rl_job(rl, questions, corpus, tmp_path / "a-work", tmp_path / "a"),
+                        _model(tokenizer), tokenizer, retriever)
     assert 0 < straight["trainable_parameters"] < straight["parameters"] / 10
     with pytest.raises(KeyboardInterrupt):
-        train_rl(rl, ROLLOUT, _model(tokenizer), tokenizer, retriever, questions, corpus, tmp_path / "b",
-                 tmp_path / "b-work", callbacks=[_Interrupt()])
+        train_rl(rl_job(rl, questions, corpus, tmp_path / "b-work", tmp_path / "b"),
+                 _model(tokenizer), tokenizer, retriever, callbacks=[_Interrupt()])
     assert (tmp_path / "b-work/checkpoints/checkpoint-2/adapter_model.safetensors").is_file()
-    resumed = train_rl(rl, ROLLOUT, _model(tokenizer), tokenizer, retriever, questions, corpus, tmp_path / "b",
-                       tmp_path / "b-work")
+    resumed = train_rl(rl_job(rl, questions, corpus, tmp_path / "b-work", tmp_path / "b"),
+                       _model(tokenizer), tokenizer, retriever)
     assert resumed["resumed_from_step"] == 2
 
     assert not list((tmp_path / "a").glob("adapter_*"))
@@ -172,7 +173,7 @@ def test_a_lora_policy_trains_only_its_adapters_resumes_from_them_and_is_saved_m
 
 
 def test_llds_penalises_only_the_fallen_model_tokens_of_trajectories_whose_likelihood_fell():
-    from searchlab.rl.grpo import llds_penalty
+    from searchlab.rl.trainer import llds_penalty
 
     old = torch.full((2, 4), -1.0)
     mask = torch.tensor([[1, 1, 0, 1], [1, 1, 1, 1]])  # row 0's token 2 is an environment token
@@ -199,8 +200,8 @@ def test_llds_acts_on_the_second_pass_over_a_batch_and_the_likelihood_curves_are
                                                                                        searching_model, tmp_path):
     questions, corpus, retriever = world
     rl = _rl(steps=4, num_iterations=2, llds={"coef": 1.0}, learning_rate=2e-2)
-    trainer, _ = build_trainer(rl, ROLLOUT, copy.deepcopy(searching_model), tokenizer, retriever, questions, corpus,
-                               tmp_path)
+    trainer, _ = build_trainer(rl_job(rl, questions, corpus, tmp_path),
+                               copy.deepcopy(searching_model), tokenizer, retriever)
     trainer.train()
     rows = [row for row in trainer.state.log_history if "llds/trajectories" in row]
     assert [row["step"] for row in rows] == [1, 2, 3, 4]
@@ -220,7 +221,7 @@ def test_simulated_search_is_the_policy_itself_with_the_noise_curriculum_s_share
     questions, corpus, retriever = world
     rl = _rl(search={"backend": "simulated", "passage_tokens": 8}, curriculum=["noise"],
              noise={"start": 0.3, "end": 0.3})
-    trainer, _ = build_trainer(rl, ROLLOUT, _model(tokenizer), tokenizer, retriever, questions, corpus, tmp_path)
+    trainer, _ = build_trainer(rl_job(rl, questions, corpus, tmp_path), _model(tokenizer), tokenizer, retriever)
     simulated = trainer.episodes.retriever
     assert isinstance(simulated, SimulatedRetriever)
     trainer._generate_and_score_completions([{"prompt": str(i)} for i in range(6)])
@@ -251,8 +252,8 @@ def test_renamed_episodes_search_the_real_index_and_are_scored_against_renamed_a
     q = renamed_question({"id": "q4", "question": "Where was Marie Curie born?", "answers": ["Warsaw"]}, names)
     assert q["answers"] == [names.forward["Warsaw"]] and names.forward["Marie Curie"] in q["question"]
 
-    trainer, _ = build_trainer(_rl(renamed=True), ROLLOUT, _model(tokenizer), tokenizer, retriever, questions, corpus,
-                               tmp_path)
+    trainer, _ = build_trainer(rl_job(_rl(renamed=True), questions, corpus, tmp_path),
+                               _model(tokenizer), tokenizer, retriever)
     trainer._generate_and_score_completions([{"prompt": str(i)} for i in range(6)])
     last = trainer.episodes.last
     originals = {json.loads(line)["id"]: json.loads(line) for line in questions.read_text().splitlines()}

@@ -7,7 +7,7 @@ log-probabilities, token by token, so they must be there and line up with
 ``vllm.LLM``: it only generates the inputs (the tiny real model samples, and
 reports each sampled token's log-probability the way vLLM's
 ``CompletionOutput.logprobs`` does, when asked to). The rollout loop,
-:func:`~searchlab.rl.grpo.trl_batch` and TRL's importance-sampling block are
+:func:`~searchlab.rl.env.trl_batch` and TRL's importance-sampling block are
 the real ones; a log-probability off by one token, or missing, fails them.
 """
 
@@ -20,11 +20,13 @@ from pathlib import Path
 import pytest
 import torch
 
-from searchlab.agent.rollout import Rollout, is_vllm, rollout
+from searchlab.agent.episode import Rollout
+from searchlab.agent.rollout import is_vllm, rollout
 from searchlab.params import load_params
-from searchlab.rl.grpo import check_trl_batch, completion_logprobs, training_rollout_params, trl_batch
-from searchlab.rl.train import build_trainer, grpo_config
-from tests.searchlab.rl.rlworld import QUESTIONS, ROLLOUT, rl_params as _rl, seeded_policy as _model
+from searchlab.rl.env import check_trl_batch, completion_logprobs, training_rollout_params, trl_batch
+from searchlab.rl.train import build_trainer
+from searchlab.rl.trainer import grpo_config
+from tests.searchlab.rl.rlworld import QUESTIONS, ROLLOUT, rl_job, rl_params as _rl, seeded_policy as _model
 
 # the fixtures world and tokenizer: this package's conftest.py
 pytestmark = pytest.mark.usefixtures("one_thread")  # tests/searchlab/conftest.py's
@@ -135,7 +137,7 @@ def test_trl_s_importance_sampling_reads_the_rollouts_logprobs_under_the_gpu_con
     questions, corpus, retriever = world
     # first: building TrainingArguments resets accelerate's state, which the trainer's Accelerator holds
     gpu = grpo_config(load_params(GPU_PARAMS).rl, tmp_path / "gpu")
-    trainer, _ = build_trainer(_rl(), ROLLOUT, _model(tokenizer), tokenizer, retriever, questions, corpus, tmp_path)
+    trainer, _ = build_trainer(rl_job(_rl(), questions, corpus, tmp_path), _model(tokenizer), tokenizer, retriever)
     prompts = [{"prompt": str(i)} for i in range(6)]
     assert trainer.rollout_func([p["prompt"] for p in prompts], trainer)["logprobs"] is None
 

@@ -9,10 +9,11 @@ import json
 import pytest
 import torch
 
-from searchlab.rl.grpo import SearchEpisodes
+from searchlab.rl.env import SearchEpisodes
 from searchlab.rl.rewards import RewardBreakdown
-from searchlab.rl.train import build_trainer, make_search_trainer
-from tests.searchlab.rl.rlworld import ROLLOUT, rl_params as _rl, seeded_policy as _model
+from searchlab.rl.train import build_trainer
+from searchlab.rl.trainer import make_search_trainer
+from tests.searchlab.rl.rlworld import ROLLOUT, rl_job, rl_params as _rl, seeded_policy as _model
 
 # the fixtures world and tokenizer: this package's conftest.py
 
@@ -28,7 +29,7 @@ def _plain_logps(model, prompt_ids: list[int], completion_ids: list[int], temper
 def test_the_loss_scores_the_sampled_model_tokens_of_one_question_per_group(world, tokenizer, tmp_path):
     questions, corpus, retriever = world
     rl = _rl(temperature=0.7, num_generations=3)
-    trainer, _ = build_trainer(rl, ROLLOUT, _model(tokenizer), tokenizer, retriever, questions, corpus, tmp_path)
+    trainer, _ = build_trainer(rl_job(rl, questions, corpus, tmp_path), _model(tokenizer), tokenizer, retriever)
     batch = trainer._generate_and_score_completions([{"prompt": str(i)} for i in range(6)])
     trainer.current_gradient_accumulation_steps = 1  # set by the training loop, which this step runs without
     trainer.compute_loss(trainer.model, batch)  # the loss's own pass (with grad) keeps its per-token log-probs
@@ -103,10 +104,11 @@ def test_dynamic_sampling_replaces_groups_whose_episodes_all_earned_the_same(wor
     # each of two samplers; 2 groups of 3 held none in some)
     groups, size = 8, 2
     rl = _rl(num_generations=size, questions_per_step=groups)
-    plain, _ = build_trainer(rl, ROLLOUT, copy.deepcopy(searching_model), tokenizer, retriever, questions, corpus,
-                             tmp_path / "plain")
-    dynamic, _ = build_trainer(rl.model_copy(update={"dynamic_sampling": 3}), ROLLOUT, copy.deepcopy(searching_model),
-                               tokenizer, retriever, questions, corpus, tmp_path / "dynamic")
+    plain, _ = build_trainer(rl_job(rl, questions, corpus, tmp_path / "plain"),
+                             copy.deepcopy(searching_model), tokenizer, retriever)
+    dynamic, _ = build_trainer(rl_job(rl.model_copy(update={"dynamic_sampling": 3}), questions, corpus,
+                                      tmp_path / "dynamic"),
+                               copy.deepcopy(searching_model), tokenizer, retriever)
     uniform = {}
     for name, trainer in (("plain", plain), ("dynamic", dynamic)):
         trainer._generate_and_score_completions([{"prompt": str(i)} for i in range(groups * size)])
@@ -126,8 +128,9 @@ def test_dynamic_sampling_replaces_groups_whose_episodes_all_earned_the_same(wor
 
 def test_masked_extractive_answers_leave_the_copied_answer_out_of_the_loss(tokenizer):
     from searchlab.agent.extractive import constrained_start
-    from searchlab.agent.rollout import Rollout, encode_completion
-    from searchlab.rl.grpo import trl_batch
+    from searchlab.agent.episode import Rollout
+    from searchlab.agent.rollout import encode_completion
+    from searchlab.rl.env import trl_batch
 
     search = encode_completion(tokenizer, "<search> capital </search>")
     block = encode_completion(tokenizer, "\n\n<information>Doc 1(Title: Tokyo) Tokyo is big.</information>\n\n")
@@ -152,8 +155,8 @@ def test_dev_em_is_scored_at_every_checkpoint_and_the_best_one_is_kept(world, to
     rl = _rl(steps=8, save_steps=2, dev={"questions": 6, "samples": 1}, keep="best", temperature=0.7,
              questions_per_step=6, num_generations=4, learning_rate=2e-3)
     initial = copy.deepcopy(searching_model)
-    figures = train_rl(rl, ROLLOUT, copy.deepcopy(searching_model), tokenizer, retriever, questions, corpus,
-                       tmp_path / "out", tmp_path / "work", dev_jsonl=questions)
+    figures = train_rl(rl_job(rl, questions, corpus, tmp_path / "work", tmp_path / "out", dev=questions),
+                       copy.deepcopy(searching_model), tokenizer, retriever)
     history = [json.loads(line) for line in (tmp_path / "out/train_log.jsonl").read_text().splitlines()]
     dev = {row["step"]: row["dev/em"] for row in history if "dev/em" in row}
     assert sorted(dev) == [0, 2, 4, 6, 8] and all("dev/sampled_em" in row for row in history if "dev/em" in row)

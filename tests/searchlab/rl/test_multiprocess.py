@@ -44,7 +44,8 @@ from pathlib import Path
 import pytest
 
 from searchlab.jsonl import read_jsonl
-from searchlab.params import ModelParams, QAParams, RetrieverParams, RolloutParams
+from searchlab.params import ModelParams, RetrieverParams, RolloutParams
+from searchlab.synth.config import QAParams
 from searchlab.rl.config import RLParams
 from searchlab.selfplay.config import SelfPlayParams
 from searchlab.rl.train import RLJob, run_rl

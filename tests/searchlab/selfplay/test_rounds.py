@@ -8,6 +8,7 @@ backward passes are the network's own.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 import torch
@@ -16,12 +17,13 @@ from transformers import Qwen2ForCausalLM, TrainerCallback
 
 from searchlab.agent.rollout import encode_completion
 from searchlab.jsonl import read_jsonl
-from searchlab.params import QAParams, RolloutParams
+from searchlab.params import ModelParams, RetrieverParams, RolloutParams
+from searchlab.synth.config import QAParams
 from searchlab.selfplay.config import SelfPlayParams
 from searchlab.retrieval.base import Hit
 from searchlab.selfplay.rounds import SelfPlayRounds, proposer_reward
 from searchlab.selfplay.seeds import draw_seeds, seed_answers
-from searchlab.selfplay.train import train_selfplay
+from searchlab.selfplay.train import SelfPlayJob, train_selfplay
 from searchlab.selfplay.verify import Proposal, names_in, screen
 from tests.toyworld import DOCS, ForceTokens, make_model, make_tokenizer, write_corpus
 
@@ -91,6 +93,13 @@ def world(tmp_path_factory, bm25):
     qa = tmp_path_factory.mktemp("selfplay-qa")
     (qa / "train.jsonl").write_text(json.dumps({"question": "What is the capital of Japan?"}) + "\n")
     return corpus, qa, bm25
+
+
+def _job(params: SelfPlayParams, corpus: Path, qa: Path, work_dir: Path, out_dir: Path) -> SelfPlayJob:
+    """The :class:`SelfPlayJob` of the tests' folders (``start`` and ``index`` are the worker's to load: the tests
+    pass a live policy and retriever to ``train_selfplay``)."""
+    return SelfPlayJob(model=ModelParams(), rollout=ROLLOUT, selfplay=params, qa=QA, retriever=RetrieverParams(),
+                       start=work_dir, corpus=corpus, qa_dir=qa, index=work_dir, out_dir=out_dir, work_dir=work_dir)
 
 
 def _params(**kw) -> SelfPlayParams:
@@ -164,8 +173,8 @@ class _Interrupt(TrainerCallback):
 def test_rounds_verify_reward_record_and_resume_exactly(world, tokenizer, tmp_path):
     corpus, qa, retriever = world
     params = _params()
-    straight = train_selfplay(params, QA, ROLLOUT, policy(tokenizer), tokenizer, retriever, corpus, qa,
-                              tmp_path / "a", tmp_path / "a-work")
+    straight = train_selfplay(_job(params, corpus, qa, tmp_path / "a-work", tmp_path / "a"),
+                              policy(tokenizer), tokenizer, retriever)
     assert straight["steps"] == 3 and straight["proposals"] == 18 and straight["verified"] == 1
 
     records = read_jsonl(tmp_path / "a/questions.jsonl")
@@ -191,12 +200,12 @@ def test_rounds_verify_reward_record_and_resume_exactly(world, tokenizer, tmp_pa
     assert "round" in (tmp_path / "a/datasheet.md").read_text()
 
     with pytest.raises(KeyboardInterrupt):
-        train_selfplay(params, QA, ROLLOUT, policy(tokenizer), tokenizer, retriever, corpus, qa, tmp_path / "b",
-                       tmp_path / "b-work", callbacks=[_Interrupt()])
+        train_selfplay(_job(params, corpus, qa, tmp_path / "b-work", tmp_path / "b"),
+                       policy(tokenizer), tokenizer, retriever, callbacks=[_Interrupt()])
     assert (tmp_path / "b-work/rounds/round-0001.jsonl").is_file()
     assert not (tmp_path / "b-work/checkpoints/checkpoint-2").exists()
-    resumed = train_selfplay(params, QA, ROLLOUT, policy(tokenizer), tokenizer, retriever, corpus, qa,
-                             tmp_path / "b", tmp_path / "b-work")
+    resumed = train_selfplay(_job(params, corpus, qa, tmp_path / "b-work", tmp_path / "b"),
+                             policy(tokenizer), tokenizer, retriever)
     assert resumed["resumed_from_step"] == 1 and resumed["steps"] == 3  # round 2 is played again
     assert read_jsonl(tmp_path / "b/questions.jsonl") == records
 
@@ -212,7 +221,7 @@ def test_a_round_s_batch_has_both_roles_and_fills_missing_solver_groups(world, t
     corpus, qa, retriever = world
     params = _params(rounds=1)
     rounds = SelfPlayRounds(tokenizer, retriever, seed_answers(corpus, QA), ROLLOUT, params, tmp_path, set())
-    from searchlab.rl.train import make_search_trainer
+    from searchlab.rl.trainer import make_search_trainer
 
     trainer = make_search_trainer(params.as_rl(), policy(tokenizer), tokenizer, rounds, tmp_path / "checkpoints")
     batch = trainer._generate_and_score_completions([{"prompt": str(i)} for i in range(10)])
@@ -276,8 +285,8 @@ def test_the_solver_s_dev_em_is_scored_every_round_and_the_best_round_kept(world
     monkeypatch.setattr(f"{__name__}.STUCK", {dev} if stuck_at_start else set())
     params = _params(rounds=2, dev={"questions": 1, "samples": 1}, keep="best")
     start = policy(tokenizer)
-    figures = train_selfplay(params, QA, ROLLOUT, start, tokenizer, retriever, corpus, own_qa, tmp_path / "out",
-                             tmp_path / "work", callbacks=[Unstick()])
+    figures = train_selfplay(_job(params, corpus, own_qa, tmp_path / "work", tmp_path / "out"),
+                             start, tokenizer, retriever, callbacks=[Unstick()])
     log = read_jsonl(tmp_path / "out/train_log.jsonl")
     dev_em = {row["step"]: row["dev/em"] for row in log if "dev/em" in row}
     assert dev_em == {0: 0.0 if stuck_at_start else 1.0, 1: 1.0, 2: 1.0}
@@ -300,8 +309,8 @@ def test_a_frozen_proposer_writes_the_questions_and_only_the_solver_is_trained(w
     frozen, learner = policy(tokenizer).eval(), policy(tokenizer)
     before = {name: x.clone() for name, x in frozen.state_dict().items()}
     start = {name: x.clone() for name, x in learner.state_dict().items()}
-    figures = train_selfplay(params, QA, ROLLOUT, learner, tokenizer, retriever, corpus, qa, tmp_path / "out",
-                             tmp_path / "work", proposer=(frozen, tokenizer))
+    figures = train_selfplay(_job(params, corpus, qa, tmp_path / "work", tmp_path / "out"),
+                             learner, tokenizer, retriever, proposer=(frozen, tokenizer))
     records = read_jsonl(tmp_path / "out/questions.jsonl")
     assert len(records) == 2 * 3 * 2 and figures["verified"] == 1  # the frozen model's proposals, verified as before
     log = read_jsonl(tmp_path / "out/train_log.jsonl")
@@ -313,8 +322,9 @@ def test_a_frozen_proposer_writes_the_questions_and_only_the_solver_is_trained(w
     trained, _ = load_model(str(tmp_path / "out"))
     assert all(torch.allclose(start[name], x) for name, x in trained.state_dict().items())
     # ... where the same rounds with the policy as proposer train on its proposals' spread of rewards
-    train_selfplay(params.model_copy(update={"proposer": "policy"}), QA, ROLLOUT, policy(tokenizer), tokenizer,
-                   retriever, corpus, qa, tmp_path / "own", tmp_path / "own-work")
+    train_selfplay(_job(params.model_copy(update={"proposer": "policy"}), corpus, qa, tmp_path / "own-work",
+                        tmp_path / "own"),
+                   policy(tokenizer), tokenizer, retriever)
     trained, _ = load_model(str(tmp_path / "own"))
     assert any(not torch.allclose(start[name], x) for name, x in trained.state_dict().items())
 
@@ -322,7 +332,7 @@ def test_a_frozen_proposer_writes_the_questions_and_only_the_solver_is_trained(w
 def test_guidance_plays_the_proposer_s_path_in_a_solver_group_with_no_right_episode(world, tokenizer, tmp_path,
                                                                                     monkeypatch):
     from searchlab.agent.replay import replay
-    from searchlab.rl.train import make_search_trainer
+    from searchlab.rl.trainer import make_search_trainer
     from searchlab.selfplay.rounds import known_path
 
     corpus, qa, retriever = world
@@ -351,7 +361,7 @@ def test_a_round_with_a_frozen_proposer_trains_solver_groups_and_fillers_only(wo
     params = _params(rounds=1, proposer="sft")
     rounds = SelfPlayRounds(tokenizer, retriever, seed_answers(corpus, QA), ROLLOUT, params, tmp_path, set(),
                             proposer=(policy(tokenizer).eval(), tokenizer))
-    from searchlab.rl.train import make_search_trainer
+    from searchlab.rl.trainer import make_search_trainer
 
     trainer = make_search_trainer(params.as_rl(), policy(tokenizer), tokenizer, rounds, tmp_path / "checkpoints")
     batch = trainer._generate_and_score_completions([{"prompt": str(i)} for i in range(4)])

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from searchlab.params import QAParams, RetrieverParams
+from searchlab.params import RetrieverParams
+from searchlab.synth.config import QAParams
 
 RETRIEVER = RetrieverParams(threads=1)
 
@@ -21,7 +22,7 @@ def world(synth_corpus, synth_index) -> tuple[Path, Path]:
 @pytest.fixture(scope="session")
 def synthesized(world, tmp_path_factory) -> tuple[Path, dict]:
     """(output folder, counts) of synthesis with the default params in shards of 100 targets."""
-    from searchlab.synth import synthesize
+    from searchlab.synth.pipeline import synthesize
 
     out = tmp_path_factory.mktemp("qa")
     counts = synthesize(QAParams(shard_size=100), RETRIEVER, world[0], world[1], out, out.parent / (out.name + "-work"))

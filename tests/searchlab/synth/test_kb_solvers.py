@@ -9,7 +9,7 @@ from dataclasses import replace
 import pytest
 
 from searchlab.corpus.kb import KB
-from searchlab.params import SolverParams
+from searchlab.synth.config import SolverParams
 from searchlab.synth.generate import Builder
 from searchlab.synth.lexicon import fact_label
 from searchlab.synth.solvers import Roster, RuleReader

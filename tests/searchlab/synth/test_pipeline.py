@@ -23,11 +23,13 @@ from searchlab.agent.protocol import (
 )
 from searchlab.corpus.records import import_records
 from searchlab.jsonl import read_jsonl
-from searchlab.params import BenchmarksParams, IndexParams, QAParams, RecordsParams
+from searchlab.params import IndexParams, RecordsParams
+from searchlab.synth.config import BenchmarksParams, QAParams
 from searchlab.retrieval import build_index, open_retriever
 from searchlab.rl.rubric import rubric_score
 from searchlab.scoring import cover_exact_match, normalize_answer
-from searchlab.synth import synthesize, write_suites
+from searchlab.synth.benchmarks import write_suites
+from searchlab.synth.pipeline import synthesize
 from searchlab.synth.demos import DemoWriter
 from searchlab.synth.generate import Builder
 from tests.searchlab.synth.conftest import RETRIEVER
@@ -138,8 +140,9 @@ def test_benchmark_suites_are_flashrag_jsonl_with_no_training_answers(synthesize
 
 
 def _synthesize_cmd(world, out: Path, work: Path) -> list[str]:
-    code = ("import sys; from pathlib import Path; from searchlab.params import QAParams, RetrieverParams; "
-            "from searchlab.synth import synthesize; "
+    code = ("import sys; from pathlib import Path; from searchlab.params import RetrieverParams; "
+            "from searchlab.synth.config import QAParams; "
+            "from searchlab.synth.pipeline import synthesize; "
             "synthesize(QAParams(shard_size=10), RetrieverParams(threads=1), Path(sys.argv[1]), Path(sys.argv[2]), "
             "Path(sys.argv[3]), Path(sys.argv[4]))")
     return [sys.executable, "-c", code, str(world[0]), str(world[1]), str(out), str(work)]

@@ -18,9 +18,13 @@ import pytest
 from searchlab.corpus.kb import KB
 from searchlab.corpus.records import import_records
 from searchlab.jsonl import read_jsonl
-from searchlab.params import QUESTION_TYPES, WORLD_SUITES, BenchmarksParams, IndexParams, QAParams, RecordsParams
+from searchlab.eval.config import WORLD_SUITES
+from searchlab.params import IndexParams, RecordsParams
+from searchlab.synth.config import BenchmarksParams, QAParams
+from searchlab.record import QUESTION_TYPES
 from searchlab.retrieval import build_index
-from searchlab.synth import synthesize, write_suites
+from searchlab.synth.benchmarks import write_suites
+from searchlab.synth.pipeline import synthesize
 from searchlab.synth.benchmarks import suite_name, suite_names
 from searchlab.synth.generate import Builder
 from tests.searchlab.synth.conftest import RETRIEVER

@@ -22,7 +22,8 @@ from searchlab.agent.protocol import (
     render_demonstration,
 )
 from searchlab.model import bootstrap_tiny, load_model
-from searchlab.params import ModelParams, SFTParams, TinyModelParams, TinyPretrainParams
+from searchlab.params import ModelParams, TinyModelParams, TinyPretrainParams
+from searchlab.train.config import SFTParams
 from searchlab.progress import quiet_libraries
 from searchlab.retrieval.base import Hit
 from searchlab.train.common import resume_point

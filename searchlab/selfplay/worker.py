@@ -1,4 +1,4 @@
-"""One self-play worker process: ``python -m searchlab.selfplay.job JOB_FILE``, started by
+"""One self-play worker process: ``python -m searchlab.selfplay.worker JOB_FILE``, started by
 :func:`searchlab.selfplay.train.run_selfplay`; every process opens its own retriever, the main one writes."""
 
 from __future__ import annotations
@@ -8,9 +8,8 @@ import sys
 
 from searchlab.model import load_model
 from searchlab.retrieval import open_retriever
-from searchlab.rl.train import check_device
 from searchlab.selfplay.train import SelfPlayJob, train_selfplay
-from searchlab.train.launch import run_job
+from searchlab.train.launch import check_device, run_job
 
 
 def main(job: SelfPlayJob) -> None:
@@ -28,8 +27,7 @@ def main(job: SelfPlayJob) -> None:
     proposer = load_model(job.proposer, model_params.trust_remote_code, model_params.dtype, device="cpu") \
         if job.proposer else None
     with open_retriever(job.retriever, job.index) as retriever:
-        figures = train_selfplay(job.selfplay, job.qa, job.rollout, model, tokenizer, retriever, job.corpus, job.qa_dir,
-                                 job.out_dir, job.work_dir, kb, proposer=proposer)
+        figures = train_selfplay(job, model, tokenizer, retriever, kb, proposer)
     if figures is not None:  # the main process
         job.result.write_text(json.dumps(figures))
 

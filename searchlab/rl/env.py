@@ -1,4 +1,7 @@
-"""GRPO over the agent's own multi-turn search episodes: TRL's ``GRPOTrainer`` fed by this project's rollouts.
+"""The GRPO engine's environment: the :class:`Environment` protocol and the rl stage's search episodes.
+
+GRPO here trains over the agent's own multi-turn search episodes: TRL's ``GRPOTrainer`` fed by this project's
+rollouts (the trainer is :mod:`searchlab.rl.trainer`; self-play's rounds implement the same protocol).
 
 TRL's ``rollout_func`` hook replaces its single-turn generation with
 :func:`searchlab.agent.rollout.rollout` (the same batched multi-turn loop that
@@ -20,7 +23,7 @@ Masks: ``Rollout.env_mask`` is 1 on environment tokens; TRL's ``env_mask`` is
 turn; an EOS token is appended to it (masked: the model never sampled it) so
 TRL does not count it as truncated; an episode cut off at ``max_turns`` has no
 EOS and is logged as clipped, but keeps its (penalised) reward in the loss.
-Rewards read the parsed ``<answer>`` of each :class:`~searchlab.agent.rollout.Rollout`
+Rewards read the parsed ``<answer>`` of each :class:`~searchlab.agent.episode.Rollout`
 (:mod:`searchlab.rl.rewards`), never the decoded completion, which contains the
 retrieved passages.
 
@@ -37,7 +40,7 @@ so those values never count. The Hugging Face path reports none (TRL takes
 
 Likelihood: the subclass also logs the mean log-likelihood of correct and
 incorrect responses per step and, with ``rl.llds.coef``, adds LLDS's
-likelihood-preserving penalty (:func:`llds_penalty`) to TRL's loss; both read
+likelihood-preserving penalty (:func:`searchlab.rl.trainer.llds_penalty`) to TRL's loss; both read
 the policy's per-token log-probabilities from TRL's own forward pass, so they
 cost no extra pass.
 
@@ -80,12 +83,12 @@ from collections.abc import Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import torch
+from typing import Any, Protocol
 
 from searchlab.agent.extractive import constrained_start
 from searchlab.agent.replay import continued, prefix_through_search, replay
-from searchlab.agent.rollout import Rollout, rollout
+from searchlab.agent.episode import Rollout
+from searchlab.agent.rollout import rollout
 from searchlab.agent.samples import protocol_shares, trajectory_record
 from searchlab.jsonl import write_jsonl
 from searchlab.params import RolloutParams
@@ -100,9 +103,6 @@ from searchlab.train.renaming import TitleRenamer
 
 
 CURRICULUM_FILE = "curriculum.json"  # the curriculum's state, in every checkpoint folder
-# A fall in log-likelihood (nats) smaller than this is float noise between the rollout-time and training passes
-# over unchanged weights, not a displacement: LLDS leaves it alone.
-LIKELIHOOD_TOLERANCE = 1e-5
 
 
 def completion_logprobs(episode: Rollout) -> list[float] | None:
@@ -206,6 +206,19 @@ class Group:
     def solved(self) -> bool:
         """Whether some episode's answer is an exact match of a gold answer."""
         return any(exact_match(e.answer or "", self.question["answers"]) for e in self.episodes)
+
+
+class Environment(Protocol):
+    """What the trainer rolls out and rewards with: one step's episodes, scored, as TRL's ``rollout_func`` and
+    reward function; the last step's batch; the tokenizer; and a curriculum to update (None: none)."""
+
+    tokenizer: Any
+    curriculum: Curriculum | None
+    last: StepBatch | None
+
+    def rollout_func(self, prompts: list, trainer) -> dict[str, list]: ...
+
+    def reward_func(self, prompts, completions, **kwargs) -> list[float]: ...
 
 
 class SearchEpisodes:
@@ -489,46 +502,6 @@ def evaluating(model):
         model.train(was_training)
 
 
-def llds_penalty(logps: torch.Tensor, old_logps: torch.Tensor, mask: torch.Tensor,
-                 preserve: torch.Tensor | None = None) -> tuple[torch.Tensor, dict]:
-    """LLDS's likelihood-preserving penalty of a micro-batch, and the shares of trajectories and tokens it touched.
-
-    A trajectory is penalised only when its likelihood under the current policy
-    (``logps``, per token) fell below its likelihood at rollout time
-    (``old_logps``), and then only on the tokens whose log-probability fell, by
-    how much it fell; ``mask`` is 1 on the model's own tokens, so passages the
-    environment inserted are never regularised. ``preserve`` (bool per
-    trajectory; None: all) is the paper's preserving set: the trainer passes the
-    trajectories of non-negative advantage, since pulling up a trajectory GRPO
-    means to push down would fight the policy gradient. Per trajectory the drops
-    are averaged over its model tokens; the penalty is the mean over the batch
-    (the GRPO loss's own aggregation).
-    """
-    mask = mask.to(logps.dtype)
-    fell = (old_logps - logps) * mask
-    gate = fell.sum(-1) > LIKELIHOOD_TOLERANCE  # the trajectory's likelihood fell
-    if preserve is not None:
-        gate = gate & preserve
-    gate = gate.to(logps.dtype)
-    token_drops = torch.where(fell > LIKELIHOOD_TOLERANCE, fell, torch.zeros_like(fell))
-    per_trajectory = token_drops.sum(-1) / mask.sum(-1).clamp(min=1.0)
-    penalty = (per_trajectory * gate).mean()
-    touched_tokens = ((token_drops > 0).to(logps.dtype) * gate[:, None]).sum() / mask.sum().clamp(min=1.0)
-    return penalty, {"llds/trajectories": gate.mean().item(), "llds/tokens": touched_tokens.item()}
-
-
-def likelihood_metrics(logps: torch.Tensor, mask: torch.Tensor, correct: torch.Tensor) -> dict[str, float]:
-    """Mean per-token log-likelihood of the micro-batch's correct and incorrect responses (model tokens only):
-    the two curves whose joint decline is LLDS's "lazy likelihood displacement"."""
-    mask = mask.to(logps.dtype)
-    per_trajectory = (logps * mask).sum(-1) / mask.sum(-1).clamp(min=1.0)
-    metrics = {}
-    for name, rows in (("likelihood/correct", correct), ("likelihood/incorrect", ~correct)):
-        if rows.any():
-            metrics[name] = per_trajectory[rows].mean().item()
-    return metrics
-
-
 def load_curriculum_state(curriculum: Curriculum, checkpoint: str | None) -> None:
     """Restore the curriculum saved in ``checkpoint`` (a run resumed there continues its curriculum)."""
     if checkpoint is None:
@@ -537,3 +510,4 @@ def load_curriculum_state(curriculum: Curriculum, checkpoint: str | None) -> Non
     if not path.is_file():
         raise FileNotFoundError(f"{path}: the checkpoint has no curriculum state; delete the checkpoint to restart")
     curriculum.load_state_dict(json.loads(path.read_text()))
+

@@ -1,4 +1,4 @@
-"""One pretraining worker process: ``python -m searchlab.train.pretrain_job JOB_FILE``, started by
+"""One pretraining worker process: ``python -m searchlab.train.pretrain_worker JOB_FILE``, started by
 :func:`searchlab.train.base.build_base` under ``accelerate launch``; only the main process writes."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""One RL worker process: ``python -m searchlab.rl.job JOB_FILE``, started by :func:`searchlab.rl.train.run_rl`.
+"""One RL worker process: ``python -m searchlab.rl.worker JOB_FILE``, started by :func:`searchlab.rl.train.run_rl`.
 
 Under ``accelerate launch`` every process runs this with its own retriever over
 the index; only the main process writes the outputs.
@@ -11,8 +11,8 @@ import sys
 
 from searchlab.model import load_model
 from searchlab.retrieval import open_retriever
-from searchlab.rl.train import RLJob, check_device, train_rl
-from searchlab.train.launch import run_job
+from searchlab.rl.train import RLJob, train_rl
+from searchlab.train.launch import check_device, run_job
 
 
 def main(job: RLJob) -> None:
@@ -26,8 +26,7 @@ def main(job: RLJob) -> None:
     # on the CPU in full precision; the Trainer moves it to this rank's device and mixes precision itself
     model, tokenizer = load_model(str(job.start), job.model.trust_remote_code, job.model.dtype, device="cpu")
     with open_retriever(job.retriever, job.index) as retriever:
-        figures = train_rl(rl, job.rollout, model, tokenizer, retriever, job.questions, job.corpus, job.out_dir,
-                           job.work_dir, dev_jsonl=job.dev, demos_jsonl=job.demos)
+        figures = train_rl(job, model, tokenizer, retriever)
     if figures is not None:  # the main process
         job.result.write_text(json.dumps(figures))
 
