@@ -110,7 +110,8 @@ def main() -> None:
     from transformers import LogitsProcessorList
 
     from searchlab.agent.protocol import instruction
-    from searchlab.agent.rollout import encode_completion, encode_prompt, rollout
+    from searchlab.agent.rollout import rollout
+    from searchlab.agent.text import encode_completion, encode_prompt
     from searchlab.jsonl import read_jsonl
     from searchlab.model import load_model
     from searchlab.params import load_params

@@ -72,7 +72,8 @@ from searchlab.agent.protocol import (  # noqa: E402
     SPECIAL_TOKENS,
     instruction,
 )
-from searchlab.agent.rollout import encode_completion, encode_prompt, rollout, summarize  # noqa: E402
+from searchlab.agent.rollout import rollout, summarize  # noqa: E402
+from searchlab.agent.text import encode_completion, encode_prompt  # noqa: E402
 from searchlab.params import RetrieverParams, RolloutParams  # noqa: E402
 from searchlab.retrieval.base import TimedRetriever  # noqa: E402
 

@@ -318,7 +318,8 @@ def ask(
     """Run the search agent on one question and print its trajectory: thinking, searches with top hits, answer."""
     from searchlab.agent.protocol import parse_trajectory
     from searchlab.agent.budget import budget_words, fits
-    from searchlab.agent.rollout import agent_prompt, context_limit, encode_prompt, rollout
+    from searchlab.agent.rollout import context_limit, rollout
+    from searchlab.agent.text import agent_prompt, encode_prompt
     from searchlab.model import load_agent
 
     if not question.strip():

@@ -23,7 +23,7 @@ import torch
 import transformers
 
 from searchlab.agent import INVALID_ACTION_MESSAGE, SPECIAL_TOKENS, environment_spans, information_block, instruction
-from searchlab.agent.rollout import encode_completion
+from searchlab.agent.text import encode_completion
 from searchlab.params import RolloutParams
 
 DOCS = {

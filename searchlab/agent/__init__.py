@@ -38,7 +38,8 @@ from searchlab.agent.protocol import (
     step,
 )
 from searchlab.agent.episode import Rollout
-from searchlab.agent.rollout import agent_prompt, chat_prompt, encode_completion, encode_prompt, summarize
+from searchlab.agent.rollout import summarize
+from searchlab.agent.text import agent_prompt, chat_prompt, encode_completion, encode_prompt
 
 __all__ = [
     "ANSWER_CLOSE",

@@ -56,7 +56,7 @@ def too_long(questions: Iterable[Any], tokenizer: Any, params: RolloutParams,
              positions: int | None) -> list[tuple[Any, int]]:
     """``(question, prompt tokens)`` of each question (anything with a ``question`` text) whose agent prompt does
     not :func:`fit` the model."""
-    from searchlab.agent.rollout import agent_prompt, encode_prompt
+    from searchlab.agent.text import agent_prompt, encode_prompt
 
     if positions is None:
         return []

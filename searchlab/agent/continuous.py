@@ -39,11 +39,11 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from searchlab.agent.extractive import ExtractiveAnswers, answer_sources
+from searchlab.agent.extractive import answer_sources
 
 if TYPE_CHECKING:
     from searchlab.agent.episode import Rollout
-    from searchlab.params import RolloutParams
+    from searchlab.agent.turns import TurnRules
     from searchlab.retrieval.base import Retriever
 
 SPARE = 0.25  # the share of room added when the buffers grow, as in kv_cache
@@ -169,23 +169,19 @@ def read(model: Any, cache: RaggedCache, rows: list[int] | None, tokens: list[li
     return out.logits[:, -1].float()
 
 
-def play(model: Any, retriever: Retriever, rollouts: list[Rollout], slots: int, params: RolloutParams,
-         sample: Callable[[torch.Tensor], torch.Tensor], turn_ends: Callable[[list[int]], bool], pad_id: int,
-         count_tokens: Callable[[str], int], finish_turn: Callable, after_step: Callable,
-         extractive: ExtractiveAnswers | None, force_answer: bool) -> None:
-    """Play the episodes of ``rollouts`` to their ends, ``slots`` at a time, each taking its turns as soon as its
-    last one ended; the row of an episode that ended takes the next waiting episode at once.
+def play(model: Any, retriever: Retriever, rollouts: list[Rollout], slots: int, rules: TurnRules,
+         sample: Callable[[torch.Tensor], torch.Tensor], turn_ends: Callable[[list[int]], bool]) -> None:
+    """Play the episodes of ``rollouts`` to their ends by ``rules``, ``slots`` at a time, each taking its turns as
+    soon as its last one ended; the row of an episode that ended takes the next waiting episode at once.
 
     ``sample(scores)`` draws one token per row of processed scores;
     ``turn_ends(turn_ids)`` says whether a turn's tokens so far end it (a stop
-    tag or EOS; the length limit is checked here). ``finish_turn(r, ids,
-    answer_opened)`` records a turn into episode ``r`` and returns ``(kept ids,
-    action)``; ``after_step(r, action, appended, recorder, last, began)`` records
-    the environment's answer and returns the ids to append (None: the episode is
-    over). See :func:`searchlab.agent.rollout.rollout` for the episodes' rules.
+    tag or EOS; the length limit is checked here). See
+    :func:`searchlab.agent.rollout.rollout` for the episodes' rules.
     """
-    from searchlab.agent.protocol import step
     from searchlab.retrieval.base import RecordingRetriever
+
+    params, extractive, force_answer, pad_id = rules.params, rules.extractive, rules.force_answer, rules.pad_id
 
     # per episode: tokens the cache has not read yet (the prompt, and a prefilled tag)
     pending = [r.prompt_ids + r.completion_ids for r in rollouts]
@@ -242,7 +238,7 @@ def play(model: Any, retriever: Retriever, rollouts: list[Rollout], slots: int, 
                 e = episodes[row]
                 r = rollouts[e]
                 last[row] = r.turns == params.max_turns - 1
-                ids, action = finish_turn(r, turn[e], force_answer and r.turns == 0)
+                ids, action = rules.finish(r, turn[e], force_answer and r.turns == 0)
                 kept[row] = ids
                 actions.append(action)
                 # the turn keeps a prefix of what it generated: the cache forgets the rest (it holds all but the
@@ -253,13 +249,12 @@ def play(model: Any, retriever: Retriever, rollouts: list[Rollout], slots: int, 
             searching = [i for i, row in enumerate(ended) if not last[row]]
             appended = [None] * len(ended)
             # the last turn's searches are not run: the episode is cut off and nothing would read them
-            answers = step(recorder, [actions[i] for i in searching], params.topk, params.max_information_tokens,
-                           count_tokens)
+            answers = rules.search(recorder, [actions[i] for i in searching])
             for i, text in zip(searching, answers):
                 appended[i] = text
             for row, action, text in zip(ended, actions, appended):
                 e = episodes[row]
-                more = after_step(rollouts[e], action, text, recorder, last[row], began[e])
+                more = rules.after_step(rollouts[e], action, text, recorder, last[row], began[e])
                 if more is None:
                     # the next waiting episode takes the row: its prompt is read from column 0, over the old tokens
                     episodes[row] = next(waiting, None)

@@ -4,7 +4,7 @@ RL's expert guidance (:mod:`searchlab.rl.env`) puts a question's
 demonstration into a GRPO group beside the policy's own episodes, so it must be
 the same kind of object as a sampled one: a :class:`~searchlab.agent.episode.Rollout`
 with the prompt the rollout would have given, the model turns tokenized as
-continuation text (as SFT encodes them, :func:`~searchlab.agent.rollout.encode_completion`),
+continuation text (as SFT encodes them, :func:`~searchlab.agent.text.encode_completion`),
 and every environment insertion made *now*, by the retriever and settings the
 rollouts use, so its information blocks, retrieved passage ids and masks are
 exactly those a live episode writing the same turns would get.
@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from searchlab.agent.protocol import INVALID_ACTION_FEEDBACK, environment_spans, information_block, parse_action
 from searchlab.agent.episode import Rollout
-from searchlab.agent.rollout import agent_prompt, encode_completion, encode_prompt
+from searchlab.agent.text import agent_prompt, encode_completion, encode_prompt
 
 if TYPE_CHECKING:
     from searchlab.params import RolloutParams

@@ -35,7 +35,7 @@ Token bookkeeping, which RL and SFT rely on:
   over ``completion_ids``).
 
 Where a turn ends: each row stops on its own (a stopping criterion checks every
-row after every token, :func:`_turn_ends` with continuous batching; turn by turn,
+row after every token, :func:`searchlab.agent.turns.turn_ends` with continuous batching; turn by turn,
 ``generate`` pads finished rows while the others go on)
 at the first token that completes ``</search>`` or ``</answer>`` or is an
 end-of-sequence token, and that token is the turn's last. A tag split over
@@ -61,60 +61,13 @@ from typing import TYPE_CHECKING, Any
 
 from searchlab.agent.episode import Rollout
 from searchlab.agent.extractive import ExtractiveAnswers, answer_sources
-from searchlab.agent.protocol import (
-    ANSWER_CLOSE,
-    ANSWER_OPEN,
-    PREFILLS,
-    QUESTION_CLOSE,
-    SEARCH_CLOSE,
-    instruction,
-    parse_action,
-    step,
-)
+from searchlab.agent.protocol import ANSWER_OPEN, PREFILLS
+from searchlab.agent.text import agent_prompt, encode_completion, encode_prompt
+from searchlab.agent.turns import STOP_STRINGS, TurnRules, has_room, stop_token_ids, turn_ends
 
 if TYPE_CHECKING:  # importing searchlab.agent stays cheap: no pydantic params, and torch only when rolling out
     from searchlab.params import RolloutParams
-    from searchlab.retrieval.base import RecordingRetriever, Retriever
-
-STOP_STRINGS: tuple[str, ...] = (SEARCH_CLOSE, ANSWER_CLOSE, QUESTION_CLOSE)
-
-
-def chat_prompt(tokenizer: Any, message: str) -> str:
-    """The prompt text for the user message ``message``: its turn in ``tokenizer``'s chat template with the
-    assistant's turn opened, where the tokenizer has a template (an instruct model, as Search-R1 prompts
-    Qwen2.5-Instruct); ``message`` itself for a tokenizer without one (a base model, the tiny model)."""
-    if not getattr(tokenizer, "chat_template", None):
-        return message
-    return tokenizer.apply_chat_template([{"role": "user", "content": message}], tokenize=False,
-                                         add_generation_prompt=True)
-
-
-def agent_prompt(tokenizer: Any, question: str) -> str:
-    """The agent's prompt for ``question``: :func:`~searchlab.agent.protocol.instruction` via :func:`chat_prompt`."""
-    return chat_prompt(tokenizer, instruction(question))
-
-
-def encode_prompt(tokenizer: Any, text: str) -> list[int]:
-    """Token ids of a prompt: the tokenizer's default encoding, special tokens as it adds them (e.g. a BOS).
-
-    Exception: a text that already starts with the BOS token (a rendered chat
-    template) gets no second one. SFT must encode ``prompt`` with this and the
-    completion with :func:`encode_completion`, as rollouts do.
-    """
-    bos = getattr(tokenizer, "bos_token", None)
-    add = not (bos and text.startswith(bos))
-    return list(tokenizer(text, add_special_tokens=add)["input_ids"])
-
-
-def encode_completion(tokenizer: Any, text: str) -> list[int]:
-    """Token ids of text that continues a sequence (what the environment appends): no special tokens added."""
-    return list(tokenizer(text, add_special_tokens=False)["input_ids"])
-
-
-def _decode(tokenizer: Any, ids: Sequence[int]) -> str:
-    # special tokens stay: the protocol tags may be special tokens, and text must match the ids
-    return tokenizer.decode(list(ids), skip_special_tokens=False, clean_up_tokenization_spaces=False)
-
+    from searchlab.retrieval.base import Retriever
 
 def left_padded(rows: Sequence[Sequence[int]], pad_id: int, device: Any) -> tuple[Any, Any]:
     """``(ids, attention_mask)`` tensors of ``rows`` padded on the left to the longest: the layout ``generate``
@@ -143,18 +96,11 @@ def model_eos_ids(model: Any, tokenizer: Any) -> list[int]:
 _STOP_STRING_CRITERIA: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def _stop_token_ids(tokenizer: Any) -> list[int] | None:
-    """The ids of the stop tags where each is one token (comparing the last id is then enough, and cheap); None
-    where a tag spans tokens (Qwen's vocabulary): the tags must be matched as strings."""
-    single = [encode_completion(tokenizer, s) for s in STOP_STRINGS]
-    return [ids[0] for ids in single] if all(len(ids) == 1 for ids in single) else None
-
-
 def _turn_end_criterion(tokenizer: Any, eos_ids: list[int]):
     import torch
     from transformers import StoppingCriteria, StopStringCriteria
 
-    stop_ids, strings = _stop_token_ids(tokenizer), None
+    stop_ids, strings = stop_token_ids(tokenizer), None
     if stop_ids is None:  # tags span tokens: match strings across tokens
         stop_ids = []
         try:
@@ -284,12 +230,6 @@ def context_limit(model: Any) -> int | None:
     return getattr(getattr(model, "config", None), "max_position_embeddings", None)
 
 
-def has_room(length: int, params: RolloutParams, limit: int | None) -> bool:
-    """Whether a context of ``length`` tokens leaves room for one more turn within ``limit`` positions
-    (:func:`context_limit`; None: no limit)."""
-    return limit is None or length + params.max_new_tokens < limit
-
-
 def is_vllm(model: Any) -> bool:
     """Whether ``model`` is a vLLM engine (``vllm.LLM``) rather than a Hugging Face model."""
     return type(model).__module__.split(".")[0] == "vllm"
@@ -300,7 +240,7 @@ class _VLLMBatch:
 
     vLLM's prefix cache (see :func:`searchlab.model.load_vllm`) keeps the
     re-read contexts cheap. Stops are vLLM's: the tags as stop strings (kept in
-    the output) and the EOS ids; :func:`_cut_turn` then cuts exactly as for
+    the output) and the EOS ids; :func:`searchlab.agent.turns.cut_turn` then cuts exactly as for
     Hugging Face. Sampling is seeded per episode and turn, so an episode's
     tokens do not depend on which others share its batch. After each turn
     ``logprobs[r]`` is the log-probability of each token row ``r`` sampled
@@ -369,27 +309,6 @@ def _reusable(cache: Any, width: int) -> bool:
     return cache.get_seq_length() == width - 1
 
 
-def _cut_turn(tokenizer: Any, ids: list[int], eos_ids: list[int], answer_opened: bool = False, opened: str = ""):
-    """(kept ids, their text, the action): the turn up to its first stop string, at a token boundary.
-
-    ``answer_opened``: the turn continues an ``<answer>`` its prompt opened (see ``force_answer``). ``opened``:
-    the tag the environment prefilled before the turn (``rollout.prefill``), read as the turn's start.
-    """
-    text = _decode(tokenizer, ids)
-    ends = [text.find(s) + len(s) for s in STOP_STRINGS if s in text]
-    if ends:
-        # Normally the stop is the last token already. A tag the criterion did not see (spelled in
-        # pieces where it is a special token) is cut here, where generation should have stopped:
-        # the shortest prefix of ids whose text reaches the end of the first stop string.
-        cut, keep = min(ends), len(ids)
-        while keep > 1 and len(_decode(tokenizer, ids[:keep - 1])) >= cut:
-            keep -= 1
-        ids = ids[:keep]
-        text = _decode(tokenizer, ids)
-    body = _decode(tokenizer, ids[:-1]) if ids and ids[-1] in eos_ids else text
-    return ids, text, parse_action(opened + body, answer_opened)
-
-
 def rollout(
     model: Any,
     tokenizer: Any,
@@ -447,46 +366,18 @@ def rollout(
         raise ValueError(f"got {len(prompts)} prompts for {len(questions)} questions")
     eos_ids = model_eos_ids(model, tokenizer)
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else (eos_ids or [0])[0]
-    sampling = params.temperature > 0
-    generate_kwargs: dict[str, Any] = dict(
-        max_new_tokens=params.max_new_tokens, do_sample=sampling, num_beams=1, repetition_penalty=1.0,
-        pad_token_id=pad_id, eos_token_id=eos_ids or None,
-    )
-    if sampling:
-        generate_kwargs.update(temperature=params.temperature, top_p=params.top_p, top_k=0)
-    extractive = None
-    if params.extractive_answers:
-        if is_vllm(model):
-            raise ValueError("rollout.extractive_answers needs rollout.engine hf: vLLM has no per-step hook for it")
-        from transformers import LogitsProcessorList
-
-        extractive = ExtractiveAnswers(tokenizer, pad_id)
-        generate_kwargs["logits_processor"] = LogitsProcessorList([extractive])
-
-    def count_tokens(text: str) -> int:
-        return len(encode_completion(tokenizer, text))
-
-    tag = "" if force_answer else PREFILLS[params.prefill]
-    results = []
-    for i, question in enumerate(questions):
-        prompt = prompts[i] if prompts is not None else agent_prompt(tokenizer, question)
-        if force_answer:
-            prompt += ANSWER_OPEN
-        episode = Rollout(question, prompt, prompt_ids=encode_prompt(tokenizer, prompt),
-                          logprobs=[] if is_vllm(model) else None)
-        if tag:
-            _prefill(tokenizer, episode, tag)
-        results.append(episode)
-    limit = context_limit(model)
+    extractive = _extractive_answers(model, tokenizer, params, pad_id)
+    rules = TurnRules(tokenizer, params, eos_ids, pad_id, context_limit(model), extractive, force_answer)
+    results = _episodes(model, tokenizer, questions, prompts, params, force_answer)
     # a prompt with no room for one turn is cut off before it starts: never feed the model past its positions
-    playing = [r for r in results if has_room(len(r.prompt_ids) + len(r.completion_ids), params, limit)]
+    playing = [r for r in results if has_room(len(r.prompt_ids) + len(r.completion_ids), params, rules.limit)]
 
     if is_vllm(model):
         for start in range(0, len(playing), params.batch_size):
             chunk = playing[start:start + params.batch_size]
             contexts = [r.prompt_ids + r.completion_ids for r in chunk]
-            batch = _VLLMBatch(model, contexts, params, eos_ids, first_seed=params.seed + start)
-            _run_chunk(batch, tokenizer, retriever, chunk, params, eos_ids, count_tokens, None, force_answer, limit)
+            _run_chunk(_VLLMBatch(model, contexts, params, eos_ids, first_seed=params.seed + start), retriever, chunk,
+                       rules)
         return results
     from searchlab.agent.continuous import play as play_continuously
     from searchlab.agent.continuous import supports as supports_continuous
@@ -496,22 +387,63 @@ def rollout(
     device = torch.device(model.device)
     cuda = [device.index or 0] if device.type == "cuda" else []
     continuous = reuse_cache and supports_continuous(model)
-    criterion = None if continuous else _turn_end_criterion(tokenizer, eos_ids)
     with torch.random.fork_rng(devices=cuda):
         torch.manual_seed(params.seed)
         if continuous:
-            play_continuously(
-                model, retriever, playing, params.batch_size, params, _sampler(params), _turn_ends(tokenizer, eos_ids),
-                pad_id, count_tokens, lambda r, ids, opened: _finish_turn(tokenizer, r, ids, eos_ids, opened),
-                lambda *args: _after_step(tokenizer, params, limit, *args), extractive, force_answer)
+            play_continuously(model, retriever, playing, params.batch_size, rules, _sampler(params),
+                              turn_ends(tokenizer, eos_ids))
             return results
+        criterion, generate_kwargs = _turn_end_criterion(tokenizer, eos_ids), _generate_kwargs(rules)
         for start in range(0, len(playing), params.batch_size):
             chunk = playing[start:start + params.batch_size]
             contexts = [r.prompt_ids + r.completion_ids for r in chunk]
-            batch = _Batch(model, criterion, generate_kwargs, contexts, pad_id, reuse_cache, limit)
-            _run_chunk(batch, tokenizer, retriever, chunk, params, eos_ids, count_tokens, extractive, force_answer,
-                       limit)
+            _run_chunk(_Batch(model, criterion, generate_kwargs, contexts, pad_id, reuse_cache, rules.limit), retriever,
+                       chunk, rules)
     return results
+
+
+def _extractive_answers(model: Any, tokenizer: Any, params: RolloutParams, pad_id: int) -> ExtractiveAnswers | None:
+    """The extractive answer constraint ``rollout.extractive_answers`` asks for (None: free answers); refused for a
+    vLLM engine, which has no per-step hook for it."""
+    if not params.extractive_answers:
+        return None
+    if is_vllm(model):
+        raise ValueError("rollout.extractive_answers needs rollout.engine hf: vLLM has no per-step hook for it")
+    return ExtractiveAnswers(tokenizer, pad_id)
+
+
+def _generate_kwargs(rules: TurnRules) -> dict[str, Any]:
+    """``generate``'s settings for one turn of the chunked engine (:class:`_Batch`): the turn's length, greedy or
+    the rollout's sampling, no repetition penalty, and the extractive constraint as a logits processor."""
+    params, sampling = rules.params, rules.params.temperature > 0
+    kwargs: dict[str, Any] = dict(max_new_tokens=params.max_new_tokens, do_sample=sampling, num_beams=1,
+                                  repetition_penalty=1.0, pad_token_id=rules.pad_id,
+                                  eos_token_id=rules.eos_ids or None)
+    if sampling:
+        kwargs.update(temperature=params.temperature, top_p=params.top_p, top_k=0)
+    if rules.extractive is not None:
+        from transformers import LogitsProcessorList
+
+        kwargs["logits_processor"] = LogitsProcessorList([rules.extractive])
+    return kwargs
+
+
+def _episodes(model: Any, tokenizer: Any, questions: list[str], prompts: list[str] | None, params: RolloutParams,
+              force_answer: bool) -> list[Rollout]:
+    """One fresh :class:`Rollout` per question: its prompt (``prompts[i]``, else :func:`agent_prompt`; ending with
+    ``<answer>`` under ``force_answer``) and ids, opened with ``rollout.prefill``'s tag unless ``force_answer``."""
+    tag = "" if force_answer else PREFILLS[params.prefill]
+    episodes = []
+    for i, question in enumerate(questions):
+        prompt = prompts[i] if prompts is not None else agent_prompt(tokenizer, question)
+        if force_answer:
+            prompt += ANSWER_OPEN
+        episode = Rollout(question, prompt, prompt_ids=encode_prompt(tokenizer, prompt),
+                          logprobs=[] if is_vllm(model) else None)
+        if tag:
+            _prefill(tokenizer, episode, tag)
+        episodes.append(episode)
+    return episodes
 
 
 def _sampler(params: RolloutParams):
@@ -547,25 +479,6 @@ def draw(probs):
     return torch.searchsorted(cdf, u)[:, 0].clamp_(max=probs.shape[1] - 1)
 
 
-def _turn_ends(tokenizer: Any, eos_ids: list[int]):
-    """Whether a turn's ids so far end it: the last one is EOS or completes ``</search>``, ``</answer>`` or
-    ``</question>`` (one id where the tags are tokens; else the text of the last few, as ``StopStringCriteria``)."""
-    stop_ids = _stop_token_ids(tokenizer)
-    if stop_ids is not None:
-        stops = {*stop_ids, *eos_ids}
-        return lambda ids: ids[-1] in stops
-    window = max(map(len, STOP_STRINGS))  # a tag spans at most as many tokens as it has characters
-    eos = set(eos_ids)
-
-    def ends(ids: list[int]) -> bool:
-        if ids[-1] in eos:
-            return True
-        text, before = _decode(tokenizer, ids[-window:]), _decode(tokenizer, ids[-window:-1])
-        return any(s in text and s not in before for s in STOP_STRINGS)
-
-    return ends
-
-
 def _prefill(tokenizer: Any, r: Rollout, tag: str) -> None:
     """Open ``r``'s first turn with ``tag`` as environment text: in the completion (so the protocol reads it as the
     model's) and in the ids the model continues, masked from every loss."""
@@ -573,80 +486,33 @@ def _prefill(tokenizer: Any, r: Rollout, tag: str) -> None:
     r.completion, r.completion_ids, r.env_mask = tag, list(ids), [1] * len(ids)
 
 
-def _finish_turn(tokenizer: Any, r: Rollout, generated: list[int], eos_ids: list[int], answer_opened: bool,
-                 reported: list[float] | None = None):
-    """Record a model turn into ``r``: the turn cut at its first stop string (:func:`_cut_turn`) and what it did.
-    Returns ``(kept ids, action)``. ``reported``: the engine's log-probabilities of the generated tokens."""
-    # the first turn continues the prefilled tag, which is all the completion holds before it
-    opened = r.completion if r.turns == 0 else ""
-    ids, text, action = _cut_turn(tokenizer, generated, eos_ids, answer_opened, opened)
-    r.completion += text
-    r.completion_ids += ids
-    r.env_mask += [0] * len(ids)
-    r.generated_tokens += len(ids)
-    r.turns += 1
-    if r.logprobs is not None:  # the kept tokens' (a cut turn keeps a prefix); None once a turn had none
-        r.logprobs = None if reported is None else r.logprobs + reported[:len(ids)]
-    if action.kind == "search":
-        r.searches.append(action.content)
-    elif action.kind == "invalid":
-        r.invalid_actions += 1
-    return ids, action
-
-
-def _after_step(tokenizer: Any, params: RolloutParams, limit: int | None, r: Rollout, action, text: str | None,
-                recorder: RecordingRetriever, last: bool, began: float) -> list[int] | None:
-    """Record the environment's answer to ``r``'s last action (``text``: what it appends; None: the episode is
-    over). Returns the ids to append, or None when the episode leaves the batch: it answered, was cut off in its
-    last turn, or the text and one more turn would not fit ``limit`` positions (its search ran; the block is not
-    shown)."""
-    if action.kind == "answer":
-        r.answer, r.finished = action.content, True
-    elif action.kind == "question":
-        r.proposed, r.finished = action.content, True
-    elif action.kind == "search" and not last:
-        r.retrieved.append(recorder.ids[action.content])
-    ids = None if text is None else encode_completion(tokenizer, text)
-    if ids is None or not has_room(len(r.prompt_ids) + len(r.completion_ids) + len(ids), params, limit):
-        r.seconds = time.perf_counter() - began
-        return None
-    r.completion += text
-    r.completion_ids += ids
-    r.env_mask += [1] * len(ids)
-    return ids
-
-
-def _run_chunk(batch, tokenizer, retriever, chunk: list[Rollout], params: RolloutParams, eos_ids: list[int],
-               count_tokens, extractive: ExtractiveAnswers | None, force_answer: bool = False,
-               limit: int | None = None) -> None:
+def _run_chunk(batch, retriever, chunk: list[Rollout], rules: TurnRules) -> None:
     """Play one chunk's episodes turn by turn on ``batch`` (a :class:`_Batch` or :class:`_VLLMBatch`), every
-    episode's turn at once. With ``force_answer`` the prompts end with ``<answer>``: the first turn continues it
-    (see :func:`rollout`)."""
+    episode's turn at once, by ``rules``."""
     from searchlab.retrieval.base import RecordingRetriever
 
     began = time.perf_counter()
     active = list(chunk)
-    for turn in range(params.max_turns):
-        answer_opened = force_answer and turn == 0
-        if extractive is not None:
-            extractive.begin_turn([answer_sources(r.question, r.prompt + r.completion) for r in active],
-                                  answer_opened)
+    for turn in range(rules.params.max_turns):
+        answer_opened = rules.force_answer and turn == 0
+        if rules.extractive is not None:
+            rules.extractive.begin_turn([answer_sources(r.question, r.prompt + r.completion) for r in active],
+                                        answer_opened)
         generated = batch.generate()
         actions, kept = [], []
         for i, (r, ids) in enumerate(zip(active, generated)):
             reported = batch.logprobs[i] if batch.logprobs is not None else None
-            ids, action = _finish_turn(tokenizer, r, ids, eos_ids, answer_opened, reported)
+            ids, action = rules.finish(r, ids, answer_opened, reported)
             actions.append(action)
             kept.append(len(ids))
         batch.keep(kept)
-        last = turn == params.max_turns - 1
+        last = turn == rules.params.max_turns - 1
         # the last turn's searches are not run: the episode is cut off and nothing would read them
         recorder = RecordingRetriever(retriever)
-        appended = [None] * len(active) if last else step(
-            recorder, actions, params.topk, params.max_information_tokens, count_tokens)
+        appended = [None] * len(active) if last else rules.search(recorder, actions)
         rows, new = [], []
         for i, (r, action, text) in enumerate(zip(active, actions, appended)):
-            ids = _after_step(tokenizer, params, limit, r, action, text, recorder, last, began)
+            ids = rules.after_step(r, action, text, recorder, last, began)
             if ids is not None:
                 rows.append(i)
                 new.append(ids)

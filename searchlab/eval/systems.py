@@ -45,7 +45,8 @@ from searchlab.agent.protocol import (
     information_block,
 )
 from searchlab.agent.episode import Rollout
-from searchlab.agent.rollout import agent_prompt, encode_completion, rollout
+from searchlab.agent.rollout import rollout
+from searchlab.agent.text import agent_prompt, encode_completion
 from searchlab.eval.config import EvalSystem
 from searchlab.params import RolloutParams
 from searchlab.retrieval.base import Hit, Retriever

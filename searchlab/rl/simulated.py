@@ -26,7 +26,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from searchlab.agent.rollout import encode_prompt, left_padded, model_eos_ids
+from searchlab.agent.rollout import left_padded, model_eos_ids
+from searchlab.agent.text import encode_prompt
 from searchlab.retrieval.base import Hit, RetrieverBase, check_request
 
 __all__ = ["SIMULATED_PREFIX", "SimulatedRetriever", "is_simulated", "passage_prompt", "simulated_counts"]

@@ -41,7 +41,8 @@ from pathlib import Path
 from searchlab.agent.protocol import proposer_instruction
 from searchlab.agent.replay import replay
 from searchlab.agent.episode import Rollout
-from searchlab.agent.rollout import chat_prompt, encode_prompt, rollout
+from searchlab.agent.rollout import rollout
+from searchlab.agent.text import chat_prompt, encode_prompt
 from searchlab.jsonl import read_jsonl, write_jsonl
 from searchlab.params import RolloutParams
 from searchlab.selfplay.config import SelfPlayParams

@@ -135,7 +135,7 @@ class ModelSolver:
         torch.manual_seed(0)  # sampled answers are reproducible run to run
 
     def _render(self, prompt: str) -> str:
-        from searchlab.agent.rollout import chat_prompt
+        from searchlab.agent.text import chat_prompt
 
         return chat_prompt(self.tokenizer, prompt)
 

@@ -2,7 +2,7 @@
 
 A demonstration is ``prompt`` + ``completion`` in the agent protocol
 (:mod:`searchlab.agent.protocol`). :func:`encode_demo` tokenizes it the way a
-live rollout sees it (the prompt as :func:`~searchlab.agent.rollout.encode_prompt`
+live rollout sees it (the prompt as :func:`~searchlab.agent.text.encode_prompt`
 encodes it, then model text and environment insertions as separate pieces) and
 labels only the model's pieces: the prompt and every ``<information>`` block
 are ``-100``. :func:`train_sft` trains with checkpoints in ``checkpoint_dir``;
@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import get_args
 
 from searchlab.agent.protocol import environment_spans
-from searchlab.agent.rollout import chat_prompt, encode_completion, encode_prompt
+from searchlab.agent.text import chat_prompt, encode_completion, encode_prompt
 from searchlab.jsonl import read_jsonl
 from searchlab.record import Bucket
 from searchlab.params import ModelParams
@@ -43,7 +43,7 @@ def encode_demo(tokenizer, prompt: str, completion: str, max_length: int) -> dic
 
     ``prompt`` is the user message (the demonstrations store the bare
     instruction); it goes through the tokenizer's chat template where it has one
-    (:func:`~searchlab.agent.rollout.chat_prompt`), as live rollouts prompt.
+    (:func:`~searchlab.agent.text.chat_prompt`), as live rollouts prompt.
     The completion ends with the tokenizer's EOS (learned, so the agent stops
     after its answer; an instruct model's end of turn). Longer examples keep
     their start, up to ``max_length``.

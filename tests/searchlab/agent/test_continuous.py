@@ -10,7 +10,9 @@ import pytest
 import torch
 
 from searchlab.agent.continuous import RaggedCache, read, supports
-from searchlab.agent.rollout import _turn_ends, encode_completion, rollout
+from searchlab.agent.rollout import rollout
+from searchlab.agent.text import encode_completion
+from searchlab.agent.turns import turn_ends
 from tests.searchlab.agent.test_rollout import check_invariants
 from tests.searchlab.rl.rlworld import QUESTIONS, ROLLOUT, searching_policy
 from tests.toyworld import Recording, make_tokenizer, strip_time
@@ -53,7 +55,7 @@ def test_rows_read_on_their_own_clocks_get_the_logits_of_their_whole_sequences(m
 def test_a_turn_ends_at_the_token_that_completes_a_tag_spelled_over_several():
     tok = make_tokenizer(tags_special=False)
     ids = encode_completion(tok, "<think>ok</think>\n<search> capital of Norway </search>. more")
-    ends = _turn_ends(tok, [tok.eos_token_id])
+    ends = turn_ends(tok, [tok.eos_token_id])
     texts = [tok.decode(ids[:n]) for n in range(1, len(ids) + 1)]
     first = next(n for n, text in enumerate(texts, 1) if "</search>" in text)
     assert len(encode_completion(tok, "</search>")) > 1

@@ -8,7 +8,8 @@ import transformers
 
 from searchlab.agent import information_block, instruction
 from searchlab.agent.extractive import ExtractiveAnswers, allows, answer_sources
-from searchlab.agent.rollout import encode_completion, rollout
+from searchlab.agent.rollout import rollout
+from searchlab.agent.text import encode_completion
 from searchlab.retrieval.base import Hit
 from tests.toyworld import Recording, params
 

@@ -30,7 +30,8 @@ from searchlab.agent import (
     parse_trajectory,
 )
 from searchlab.agent.episode import Rollout
-from searchlab.agent.rollout import encode_completion, encode_prompt, is_vllm, rollout, summarize
+from searchlab.agent.rollout import is_vllm, rollout, summarize
+from searchlab.agent.text import encode_completion, encode_prompt
 from tests.toyworld import (
     LONG_THINK,
     QUESTIONS,

@@ -12,7 +12,8 @@ import torch
 
 from searchlab.agent import ANSWER_OPEN, DemoStep, instruction, render_demonstration
 from searchlab.agent.extractive import answer_sources
-from searchlab.agent.rollout import encode_completion, encode_prompt, rollout
+from searchlab.agent.rollout import rollout
+from searchlab.agent.text import encode_completion, encode_prompt
 from searchlab.eval.systems import describe, run_system
 from tests.toyworld import Scripted, expected_block, make_model, params, strip_time
 

@@ -42,7 +42,7 @@ def searching_policy(tokenizer, retriever, questions_jsonl, steps: int = 150):
     import torch
 
     from searchlab.agent.protocol import information_block
-    from searchlab.agent.rollout import agent_prompt
+    from searchlab.agent.text import agent_prompt
     from searchlab.jsonl import read_jsonl
 
     texts = []

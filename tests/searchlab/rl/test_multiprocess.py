@@ -74,7 +74,7 @@ import torch
 import transformers
 from transformers import AutoTokenizer, Qwen2ForCausalLM
 
-from searchlab.agent.rollout import encode_completion
+from searchlab.agent.text import encode_completion
 
 PROPOSALS = {proposals!r}
 ANSWERS = {{question: answer for answer, question in PROPOSALS.items()}}

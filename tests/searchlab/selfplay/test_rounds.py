@@ -15,7 +15,7 @@ import torch
 import transformers
 from transformers import Qwen2ForCausalLM, TrainerCallback
 
-from searchlab.agent.rollout import encode_completion
+from searchlab.agent.text import encode_completion
 from searchlab.jsonl import read_jsonl
 from searchlab.params import ModelParams, RetrieverParams, RolloutParams
 from searchlab.synth.config import QAParams
