@@ -16,9 +16,8 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from searchlab.eval.benchmarks import BenchmarkError, load_benchmark
 from searchlab.eval.flat import flat_metrics, headline_metrics
-from searchlab.eval.inputs import check_lengths, indexed_ids, load_benchmarks, torch_threads
+from searchlab.eval.inputs import check_lengths, checked_benchmark_files, indexed_ids, load_benchmarks, torch_threads
 from searchlab.model import load_agent
 from searchlab.params import Params
 from searchlab.retrieval import open_retriever
@@ -54,21 +53,10 @@ def external_inputs(params: Params, root: Path) -> dict[str, Path]:
     """What the stage reads from outside the pipeline: external benchmark files and model folders other than the
     model stages' outputs (whose content its upstream fingerprints cover), by the name the params give them.
 
-    Each benchmark file is read in full in its ``format``: a malformed one is a ValueError naming the params key,
-    the file and the line now, before any stage runs, not when evaluation starts after training.
+    Each benchmark file is read in full now (:func:`searchlab.eval.inputs.checked_benchmark_files`), before any
+    stage runs, not when evaluation starts after training.
     """
-    inputs = {}
-    for name, spec in params.eval.benchmarks.items():
-        path = root / spec.path  # relative to the project root, or absolute (then it is spec.path)
-        if not path.is_file():
-            raise ValueError(f"eval.benchmarks.{name}.path: no such file: {path}")
-        try:
-            load_benchmark(path, name, spec.format)
-        except BenchmarkError as err:
-            raise ValueError(f"eval.benchmarks.{name}: {err}") from None
-        except OSError as err:  # unreadable (permissions): a ValueError too, so the CLI reports it as an input problem
-            raise ValueError(f"eval.benchmarks.{name}.path: cannot read {path}: {err.strerror}") from None
-        inputs[spec.path] = path
+    inputs = checked_benchmark_files(params.eval, root)
     sources = params.eval.model_sources()
     inputs.update(external_models({f"eval.models.{i}": source for i, source in enumerate(sources.values())},
                                   params, root))

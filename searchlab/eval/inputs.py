@@ -9,11 +9,30 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from searchlab.eval.benchmarks import Question, load_benchmark
+from searchlab.eval.benchmarks import BenchmarkError, Question, load_benchmark
 from searchlab.eval.config import BUILT_IN_SUITES, EvalParams
 from searchlab.params import Params
 
 log = logging.getLogger("searchlab.evaluate")
+
+
+def checked_benchmark_files(params: EvalParams, root: Path) -> dict[str, Path]:
+    """``{path as given: file}`` of the external benchmarks ``eval.benchmarks`` names (relative to ``root``, or
+    absolute), each read in full in its ``format``; a missing, unreadable or malformed one is a ValueError naming
+    the params key, the file and the line."""
+    files = {}
+    for name, spec in params.benchmarks.items():
+        path = root / spec.path  # relative to the project root, or absolute (then it is spec.path)
+        if not path.is_file():
+            raise ValueError(f"eval.benchmarks.{name}.path: no such file: {path}")
+        try:
+            load_benchmark(path, name, spec.format)
+        except BenchmarkError as err:
+            raise ValueError(f"eval.benchmarks.{name}: {err}") from None
+        except OSError as err:  # unreadable (permissions): a ValueError too, so the CLI reports it as an input problem
+            raise ValueError(f"eval.benchmarks.{name}.path: cannot read {path}: {err.strerror}") from None
+        files[spec.path] = path
+    return files
 
 
 def load_benchmarks(params: EvalParams, suites_dir: Path | None, root: Path) -> dict[str, list[Question]]:

@@ -233,18 +233,18 @@ class SearchEpisodes:
     (:func:`searchlab.agent.replay.demonstration_turns`), what expert guidance puts into a group that failed
     (``rl.guidance``). ``trajectory_dir``: where the main process keeps
     the episodes of every ``keep_every``-th step (``step-N.jsonl``, rewritten
-    identically when a resumed run repeats a step).
+    identically when a resumed run repeats a step; ``rl.steps`` // 10).
     """
 
     def __init__(self, tokenizer, retriever, curriculum: Curriculum, rollout_params: RolloutParams, rl: RLParams,
                  distractors: Sequence[tuple[str, str]] = (), trajectory_dir: Path | None = None,
-                 keep_every: int = 1, renamer: TitleRenamer | None = None,
-                 demos: dict[str, list[str]] | None = None) -> None:
+                 renamer: TitleRenamer | None = None, demos: dict[str, list[str]] | None = None) -> None:
         self.tokenizer, self.retriever, self.curriculum = tokenizer, retriever, curriculum
         self.renamer, self.demos = renamer, demos or {}
         self.rollout_params, self.rl = rollout_params, rl
         self.distractors = list(distractors)
-        self.trajectory_dir, self.keep_every = trajectory_dir, keep_every
+        # every tenth step's episodes (every step's in a run of under 20): enough to read how the policy changed
+        self.trajectory_dir, self.keep_every = trajectory_dir, max(1, rl.steps // 10)
         self.last: StepBatch | None = None
         self.timings: dict[str, float] = {"rollout": 0.0, "reward": 0.0, "near_miss": 0.0}
         self.reward_scale = 1.0

@@ -119,8 +119,8 @@ def build_trainer(job: RLJob, model, tokenizer, retriever, callbacks: list | Non
     if "noise" in rl.curriculum and rl.search.backend == "real":
         distractors = [(r["id"], r["contents"]) for _, r in iter_jsonl(job.corpus)]
     episodes = SearchEpisodes(tokenizer, retriever, curriculum, job.rollout, rl, distractors,
-                              job.work_dir / "trajectories", keep_every=max(1, rl.steps // 10),
-                              renamer=corpus_titles(job.corpus) if rl.renamed else None, demos=guidance_demos(job))
+                              job.work_dir / "trajectories", renamer=corpus_titles(job.corpus) if rl.renamed else None,
+                              demos=guidance_demos(job))
     trainer = make_search_trainer(rl, model, tokenizer, episodes, checkpoint_dir, callbacks)
     if rl.dev.questions:
         from searchlab.rl.dev import DevScoring
