@@ -92,6 +92,15 @@ def _build(ctx: StageContext) -> dict:
             **speeds}
 
 
+def rules(params: Params):
+    """Questions read from files leave no built-in suites; something must be evaluated."""
+    if params.qa.source == "files" and params.eval.suites not in ("all", []):
+        yield "eval.suites", ("built-in suites are held out by QA synthesis, and qa.source is files; evaluate on "
+                              "eval.benchmarks files (eval.suites: [])")
+    if not uses_built_in_suites(params) and not params.eval.benchmarks:
+        yield "eval.benchmarks", "no benchmark to evaluate on: name a file here (no built-in suite applies)"
+
+
 STAGE = Stage(
     name="evaluate",
     description="Evaluate every model x system (direct, rag, agent) on the world suites and external benchmarks",
@@ -103,4 +112,5 @@ STAGE = Stage(
     metrics="metrics.json",
     metric_names=flat_metrics,
     headline=headline_metrics,
+    rules=rules,
 )

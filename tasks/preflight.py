@@ -4,7 +4,8 @@ with its inputs, found before anything is trained.
 :func:`preflight` computes the stage graph (:func:`tasks.registry.plan`), then checks, without training anything,
 that each input the planned stages read exists and parses (the corpus file, question and benchmark files with
 their formats and counts, model folders and GGUF files, accelerate configs), and that the params are coherent
-together (a KB-only option without a KB, an option needing synthesized questions on files, vLLM without CUDA).
+together: the rules each planned stage declares (``Stage.rules``: a KB-only option without a KB, an option
+needing synthesized questions on files) and vLLM without CUDA.
 It collects every problem instead of stopping at the first, each with its params key and where that key is
 written.
 """
@@ -20,15 +21,13 @@ from typing import Any
 import yaml
 
 from searchlab.corpus.importers import jsonl_records, passage
-from searchlab.eval.benchmarks import BenchmarkError, detect_format, load_benchmark
+from searchlab.questions.formats import BenchmarkError, detect_format, load_benchmark
 from searchlab.jsonl import RecordError
 from searchlab.params import Params, key_origins
 from searchlab.train.launch import vllm_problem
-from tasks.evaluate import uses_built_in_suites
 from tasks.registry import BY_NAME, plan
 from tasks.stage import Stage
 
-KB_SOURCES = ("synthetic", "records")  # corpus sources that come with a knowledge base (kb.jsonl)
 CORPUS_SAMPLE = 1000  # records of a passage file checked before the run (the corpus stage reads them all)
 
 
@@ -68,7 +67,7 @@ def preflight(params: Params, params_file: Path, root: Path, targets: list[str] 
         return Preflight([], problems=[Problem("stages", str(err))])
     found = Preflight(stages)
     names = {stage.name for stage in stages}
-    checks = [_coherence, _corpus, _question_files, _models, _context, _accelerate_configs, _externals]
+    checks = [_stage_rules, _corpus, _question_files, _models, _context, _accelerate_configs, _externals]
     for check in checks:
         for key, message in check(params, root, names, found.inputs):
             found.problems.append(Problem(key, message, _where(key, root, origins, overrides)))
@@ -93,33 +92,11 @@ def _where(key: str, root: Path, origins: dict[str, tuple[Path, int]], overrides
 
 
 # ---------------------------------------------------------------- checks: each yields (key, message)
-def _coherence(params: Params, root: Path, names: set[str], inputs: dict[str, str]):
-    """Params that cannot work together, for the stages that will run."""
-    has_kb = params.corpus.source in KB_SOURCES
-    files = params.qa.source == "files"
-    no_kb = (f"the corpus has no knowledge base (corpus.source: {params.corpus.source}; only "
-             f"{' and '.join(KB_SOURCES)} corpora have one)")
-    if "qa" in names and not files and not has_kb:
-        yield "qa.source", (f"synthesis builds questions from a knowledge base, and {no_kb}; read labeled "
-                            "questions instead (qa.source: files, qa.files)")
-    if "rl" in names and "clpo" in params.rl.curriculum and not has_kb:
-        yield "rl.curriculum", f"clpo restructures questions over the knowledge base, and {no_kb}"
-    if "selfplay" in names and params.selfplay.kb_filter and not has_kb:
-        yield "selfplay.kb_filter", f"the KB filter checks proposals against the knowledge base, and {no_kb}"
-    if files and "rl" in names and "qa" in params.rl.questions:
-        wants_buckets = [kind for kind in params.rl.curriculum if kind in ("difficulty", "sec")]
-        if wants_buckets:
-            yield "rl.curriculum", (f"{' and '.join(wants_buckets)} draw by difficulty bucket, which only synthesized "
-                                    "questions have (qa.source is files); use [] or noise")
-        if params.rl.reward.rubric_weight > 0:
-            yield "rl.reward.rubric_weight", ("the citation rubric checks each hop of a synthesized question's "
-                                              "evidence chain, which questions read from files do not have")
-    if "evaluate" in names:
-        if files and params.eval.suites not in ("all", []):
-            yield "eval.suites", ("built-in suites are held out by QA synthesis, and qa.source is files; evaluate on "
-                                  "eval.benchmarks files (eval.suites: [])")
-        if not uses_built_in_suites(params) and not params.eval.benchmarks:
-            yield "eval.benchmarks", "no benchmark to evaluate on: name a file here (no built-in suite applies)"
+def _stage_rules(params: Params, root: Path, names: set[str], inputs: dict[str, str]):
+    """Params that cannot work together, as each stage that will run declares them (``Stage.rules``)."""
+    for name in sorted(names, key=list(BY_NAME).index):
+        if BY_NAME[name].rules is not None:
+            yield from BY_NAME[name].rules(params)
 
 
 def _machine(params: Params, names: set[str]):

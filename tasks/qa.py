@@ -4,8 +4,9 @@ benchmarks and demonstrations made by searching them (``qa.source``)."""
 
 from pathlib import Path
 
+from searchlab.corpus.kb import missing_kb
 from searchlab.params import Params
-from searchlab.questions import import_questions
+from searchlab.questions.files import import_questions
 from searchlab.retrieval import open_retriever
 from searchlab.synth.pipeline import synthesize
 from tasks.stage import Stage, StageContext
@@ -35,6 +36,14 @@ def external_inputs(params: Params, root: Path) -> dict[str, Path]:
     return inputs
 
 
+def rules(params: Params):
+    """Synthesis needs a knowledge base."""
+    no_kb = missing_kb(params.corpus.source)
+    if params.qa.source == "synthesis" and no_kb:
+        yield "qa.source", (f"synthesis builds questions from a knowledge base, and {no_kb}; read labeled questions "
+                            "instead (qa.source: files, qa.files)")
+
+
 STAGE = Stage(
     name="qa",
     description="The training questions: synthesized from the KB (verified multi-hop questions, demonstrations, "
@@ -45,4 +54,5 @@ STAGE = Stage(
     build=_build,
     reports=("datasheet.md", "stats.json", "overlap.json"),
     external=external_inputs,
+    rules=rules,
 )

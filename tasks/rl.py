@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from searchlab.corpus.kb import missing_kb
 from searchlab.params import Params
 from searchlab.rl.train import gather_questions, rl_job, run_rl
 from searchlab.train.launch import check_device
@@ -66,6 +67,21 @@ def upstream(params: Params) -> tuple[str, ...]:
             *(("selfplay",) if "selfplay" in params.rl.questions and start != "selfplay" else ()))
 
 
+def rules(params: Params):
+    """CLPO needs a knowledge base; the difficulty curricula and the citation rubric need synthesized questions."""
+    rl, no_kb = params.rl, missing_kb(params.corpus.source)
+    if "clpo" in rl.curriculum and no_kb:
+        yield "rl.curriculum", f"clpo restructures questions over the knowledge base, and {no_kb}"
+    if params.qa.source == "files" and "qa" in rl.questions:
+        by_bucket = [kind for kind in rl.curriculum if kind in ("difficulty", "sec")]
+        if by_bucket:
+            yield "rl.curriculum", (f"{' and '.join(by_bucket)} draw by difficulty bucket, which only synthesized "
+                                    "questions have (qa.source is files); use [] or noise")
+        if rl.reward.rubric_weight > 0:
+            yield "rl.reward.rubric_weight", ("the citation rubric checks each hop of a synthesized question's "
+                                              "evidence chain, which questions read from files do not have")
+
+
 STAGE = Stage(
     name="rl",
     description="Train the agent with GRPO (TRL) over its own multi-turn search episodes, from rl.init's policy",
@@ -76,4 +92,5 @@ STAGE = Stage(
     curves="train_log.jsonl",
     registers=registered_as("rl"),
     external=external_inputs,
+    rules=rules,
 )

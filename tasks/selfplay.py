@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from searchlab.corpus.kb import missing_kb
 from searchlab.model.gguf import PACKAGED, gguf_file
 from searchlab.params import Params
 from searchlab.selfplay.train import SelfPlayJob, run_selfplay
@@ -63,6 +64,13 @@ def external_inputs(params: Params, root: Path) -> dict[str, Path]:
     return external_models(sources, params, root)
 
 
+def rules(params: Params):
+    """The KB filter needs a knowledge base."""
+    no_kb = missing_kb(params.corpus.source)
+    if params.selfplay.kb_filter and no_kb:
+        yield "selfplay.kb_filter", f"the KB filter checks proposals against the knowledge base, and {no_kb}"
+
+
 STAGE = Stage(
     name="selfplay",
     description="Train the agent by search self-play: it proposes questions, retrieval verifies them, it solves them",
@@ -74,4 +82,5 @@ STAGE = Stage(
     curves="train_log.jsonl",
     registers=registered_as("selfplay"),
     external=external_inputs,
+    rules=rules,
 )

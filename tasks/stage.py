@@ -29,7 +29,7 @@ import logging
 import shutil
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -118,6 +118,9 @@ class Stage:
     # folders of the output whose bytes differ between two builds of one content (Lucene's segment ids): left out
     # of the content hash, so the build must write a digest of their content into a file that is hashed
     unhashed: tuple[str, ...] = ()
+    # the params this stage cannot run with together, beyond what one section's schema can see (another section's
+    # value): ``(key, why)`` for each, found by the preflight before any stage runs
+    rules: Callable[[Params], Iterator[tuple[str, str]]] | None = None
 
     def needs(self, params: Params) -> tuple[str, ...]:
         """The upstream stages this stage reads under ``params``."""

@@ -19,6 +19,16 @@ from pathlib import Path
 from searchlab.jsonl import iter_jsonl
 from searchlab.progress import track
 
+KB_SOURCES = ("synthetic", "records")  # the corpus sources that come with a knowledge base (kb.jsonl)
+
+
+def missing_kb(corpus_source: str) -> str | None:
+    """Why a corpus of ``corpus.source`` has no knowledge base, for a message that needs one; None when it has."""
+    if corpus_source in KB_SOURCES:
+        return None
+    return (f"the corpus has no knowledge base (corpus.source: {corpus_source}; only {' and '.join(KB_SOURCES)} "
+            f"corpora have one)")
+
 
 @dataclass(frozen=True, slots=True)
 class Fact:

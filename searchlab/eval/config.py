@@ -1,8 +1,7 @@
-"""The ``eval`` section and the question files it and the qa stage read: evaluation's settings, beside its code.
+"""The ``eval`` section: evaluation's settings, beside its code.
 
-The word lists the schema checks are stated here once and read by the code that acts on them: the file formats
-(:data:`BenchmarkFormat`, the readers of :mod:`searchlab.eval.benchmarks`) and the systems (:data:`EvalSystem`,
-played by :mod:`searchlab.eval.systems`).
+The systems the schema checks (:data:`EvalSystem`) are stated here once and read by the code that plays them
+(:mod:`searchlab.eval.systems`).
 """
 
 from __future__ import annotations
@@ -14,27 +13,8 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from searchlab.config import NAME_PATTERN, Section, registry_reference
-from searchlab.record import QUESTION_TYPES
-
-
-# The file shapes the readers of searchlab.eval.benchmarks know (FORMATS there is this list without `auto`)
-BenchmarkFormat = Literal["auto", "flashrag", "nq-open", "hotpotqa", "json", "search-r1"]
-
-
-class QuestionFileParams(Section):
-    """A file of labeled questions in one of the field's formats (read by
-    :func:`searchlab.eval.benchmarks.load_benchmark`): a benchmark to evaluate on, or training questions."""
-
-    path: str = Field(description="the file, relative to the project root (or absolute); its content enters the "
-                                  "fingerprint of the stage that reads it, so editing it reruns that stage")
-    format: BenchmarkFormat = Field("auto", description="`flashrag` (JSONL `{id, question, golden_answers, "
-                                                        "metadata}`), `nq-open` (JSONL `{question, answer}`), "
-                                                        "`hotpotqa` (JSON list of `{_id, question, answer}`), `json` "
-                                                        "(JSON list of `{question, answer or answers}`), `search-r1` "
-                                                        "(Search-R1's verl rows, JSONL or Parquet), or `auto`: told "
-                                                        "from the extension and the first record")
-    sample: int | None = Field(None, ge=1, description="a seeded sample of this many questions; null: all")
-    seed: int = Field(0, description="seed of the sample")
+from searchlab.questions.config import QuestionFileParams
+from searchlab.questions.record import QUESTION_TYPES
 
 
 # The systems searchlab.eval.systems plays (SYSTEMS there is this list)

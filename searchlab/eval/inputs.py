@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from searchlab.eval.benchmarks import BenchmarkError, Question, load_benchmark
+from searchlab.questions.formats import BenchmarkError, Question, load_benchmark
 from searchlab.eval.config import BUILT_IN_SUITES, EvalParams
 from searchlab.params import Params
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from searchlab.agent.episode import Rollout
 from searchlab.agent.samples import found_evidence
-from searchlab.eval.benchmarks import Question
+from searchlab.questions.formats import Question
 from searchlab.eval.stats import bootstrap_ci, paired_bootstrap
 from searchlab.scoring import score
 

@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from searchlab.eval.benchmarks import Question
+from searchlab.questions.formats import Question
 from searchlab.eval.metrics import compare, mean_record, question_record, summarize
 from searchlab.eval.report import (
     plot_em,

@@ -8,7 +8,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from searchlab.config import EXECUTION, LoraParams, Section, check_init, check_registry_alias
-from searchlab.record import Bucket
+from searchlab.questions.record import Bucket
 
 
 CurriculumKind = Literal["difficulty", "sec", "noise", "clpo"]

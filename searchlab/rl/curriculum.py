@@ -8,7 +8,7 @@ class below built from its own params section (``rl.difficulty``, ``rl.sec``, ``
 the params schema has already validated); :meth:`Curriculum.from_params` builds the whole from ``rl``:
 
 * ``"difficulty"`` (:class:`Difficulty`): the difficulty buckets present among the questions
-  (``features["bucket"]``, in :data:`searchlab.record.BUCKETS` order) are levels. Questions come from
+  (``features["bucket"]``, in :data:`searchlab.questions.record.BUCKETS` order) are levels. Questions come from
   the current level, except that a share ``replay`` comes from an earlier level so the easy skills are not
   forgotten; the curriculum advances once the success over the last ``window`` current-level questions reaches
   ``advance_at``.
@@ -57,7 +57,7 @@ from typing import get_args
 from pydantic import ValidationError
 
 from searchlab.config import Section
-from searchlab.record import BUCKETS
+from searchlab.questions.record import BUCKETS
 from searchlab.rl.config import (
     CLPOParams,
     CurriculumKind,

@@ -13,8 +13,8 @@ from pathlib import Path
 
 from searchlab.jsonl import read_jsonl, write_jsonl
 from searchlab.synth.config import BenchmarksParams
-from searchlab.record import QUESTION_TYPES
-from searchlab.record import QuestionRecord
+from searchlab.questions.record import QUESTION_TYPES
+from searchlab.questions.record import QuestionRecord
 from searchlab.scoring import normalize_answer
 
 #: The suites' name prefix for each corpus source that has a knowledge base (the others have no questions).

@@ -1,5 +1,5 @@
 """The ``qa`` and ``benchmarks`` sections: the qa stage's settings (synthesis from a KB, or labeled question files)
-and the held-out suites', beside the code they configure (:mod:`searchlab.synth`, :mod:`searchlab.questions`)."""
+and the held-out suites', beside the code they configure (:mod:`searchlab.synth`, :mod:`searchlab.questions.files`)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from searchlab.config import NAME_PATTERN, Section
-from searchlab.eval.config import QuestionFileParams
-from searchlab.record import QuestionType
+from searchlab.questions.config import QuestionFileParams
+from searchlab.questions.record import QuestionType
 
 
 class SolverParams(Section):

@@ -31,7 +31,7 @@ from dataclasses import asdict, dataclass, field
 
 from searchlab.corpus.kb import KB, Entity, Fact
 from searchlab.corpus.records import boolean_question, is_year
-from searchlab.record import QuestionRecord
+from searchlab.questions.record import QuestionRecord
 from searchlab.scoring import normalize_answer
 from searchlab.synth.lexicon import (
     STYLE,

@@ -34,7 +34,7 @@ from searchlab.files import write_atomically
 from searchlab.jsonl import write_jsonl
 from searchlab.params import RetrieverParams
 from searchlab.synth.config import QAParams
-from searchlab.record import BUCKETS, QUESTION_TYPES
+from searchlab.questions.record import BUCKETS, QUESTION_TYPES
 from searchlab.progress import track
 from searchlab.retrieval import open_retriever
 from searchlab.retrieval.base import TimedRetriever

@@ -6,7 +6,7 @@ import random
 from pathlib import Path
 
 from searchlab.corpus.kb import KB
-from searchlab.record import BUCKETS, QUESTION_TYPES
+from searchlab.questions.record import BUCKETS, QUESTION_TYPES
 
 
 def write_datasheet(path: Path, stats: dict, records: list[dict], kb: KB, examples: int) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import Field, model_validator
 
 from searchlab.config import EXECUTION, LoraParams, Section, check_registry_alias
-from searchlab.record import Bucket
+from searchlab.questions.record import Bucket
 
 
 class SFTParams(Section):

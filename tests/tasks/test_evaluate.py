@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from searchlab.eval.benchmarks import BenchmarkError
+from searchlab.questions.formats import BenchmarkError
 from searchlab.eval.inputs import load_benchmarks
 from searchlab.params import load_params
 from tasks.evaluate import STAGE
@@ -109,7 +109,7 @@ def test_evaluate_reads_exactly_the_model_stages_eval_models_names():
 
 
 def test_a_question_too_long_for_the_model_is_refused_before_any_episode_naming_its_line(tmp_path):
-    from searchlab.eval.benchmarks import load_benchmark
+    from searchlab.questions.formats import load_benchmark
     from searchlab.model.bootstrap import bootstrap_tiny
     from searchlab.params import TinyModelParams
     from searchlab.eval.inputs import check_lengths
@@ -126,7 +126,7 @@ def test_a_question_too_long_for_the_model_is_refused_before_any_episode_naming_
 
 
 def test_a_benchmark_whose_evidence_the_index_lacks_is_refused_naming_the_counts(tmp_path):
-    from searchlab.eval.benchmarks import load_benchmark
+    from searchlab.questions.formats import load_benchmark
     from searchlab.eval.run import check_evidence
     from searchlab.retrieval.docstore import DocStoreWriter
     from searchlab.eval.inputs import indexed_ids

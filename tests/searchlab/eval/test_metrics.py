@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from searchlab.agent.episode import Rollout
-from searchlab.eval.benchmarks import Question
+from searchlab.questions.formats import Question
 from searchlab.eval.metrics import compare, question_record, summarize
 
 KELMORA = Question("q1", "When was Kelmora founded?", ["1167"], {"evidence": ["k-0"]})

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from searchlab.eval.benchmarks import Question
+from searchlab.questions.formats import Question
 from searchlab.eval.run import run_evaluation
 from tests.toyworld import SCRIPTS, Scripted, params
 

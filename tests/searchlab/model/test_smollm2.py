@@ -36,14 +36,9 @@ from searchlab.agent.protocol import (
     parse_action,
     render_demonstration,
 )
-from searchlab.agent.rollout import (
-    STOP_STRINGS,
-    agent_prompt,
-    chat_prompt,
-    encode_completion,
-    encode_prompt,
-    rollout,
-)
+from searchlab.agent.rollout import rollout
+from searchlab.agent.text import agent_prompt, chat_prompt, encode_completion, encode_prompt
+from searchlab.agent.turns import STOP_STRINGS
 from searchlab.model import check_protocol_tokens, load_model
 from searchlab.model.gguf import PACKAGED, convert_gguf, gguf_file
 from searchlab.config import LoraParams

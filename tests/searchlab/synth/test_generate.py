@@ -11,7 +11,7 @@ import random
 import pytest
 
 from searchlab.corpus.kb import passage_states
-from searchlab.record import QUESTION_TYPES
+from searchlab.questions.record import QUESTION_TYPES
 from searchlab.scoring import normalize_answer
 from searchlab.synth.generate import COUNT_CAP, Builder
 

@@ -21,7 +21,7 @@ from searchlab.jsonl import read_jsonl
 from searchlab.eval.config import WORLD_SUITES
 from searchlab.params import IndexParams, RecordsParams
 from searchlab.synth.config import BenchmarksParams, QAParams
-from searchlab.record import QUESTION_TYPES
+from searchlab.questions.record import QUESTION_TYPES
 from searchlab.retrieval import build_index
 from searchlab.synth.benchmarks import write_suites
 from searchlab.synth.pipeline import synthesize

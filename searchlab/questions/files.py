@@ -1,11 +1,11 @@
 """Training questions read from labeled files: the qa stage's source besides synthesis (``qa.source: files``).
 
 The field trains search agents on existing labeled sets (NQ + HotpotQA train in Search-R1's verl rows, FlashRAG
-JSONL, ...). :func:`import_questions` reads each ``qa.files`` entry with the reader evaluation uses
-(:func:`searchlab.eval.benchmarks.load_benchmark`: one parser per format in the project), drops the questions an
+JSONL, ...). :func:`import_questions` reads each ``qa.files`` entry with the readers evaluation uses
+(:func:`searchlab.questions.formats.load_benchmark`: one parser per format in the project), drops the questions an
 evaluated benchmark also holds (the same normalised text, or the same id), splits a dev share off by a seeded hash
-of the question, and writes the records (:class:`~searchlab.record.QuestionRecord`) the sft, rl and selfplay stages
-read:
+of the question, and writes the records (:class:`~searchlab.questions.record.QuestionRecord`) the sft, rl and
+selfplay stages read:
 
 - ``train.jsonl`` / ``dev.jsonl``: ``{id, type, question, answers, evidence: null, features: {bucket: null},
   source, metadata}``; ``type`` and ``source`` are the file's name in ``qa.files``, the bucket is unknown (no
@@ -24,12 +24,12 @@ from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
-from searchlab.eval.benchmarks import BenchmarkError, load_benchmark
+from searchlab.questions.formats import BenchmarkError, load_benchmark
 from searchlab.jsonl import write_jsonl
 from searchlab.labeled_demos import labeled_demonstrations
-from searchlab.eval.config import QuestionFileParams
+from searchlab.questions.config import QuestionFileParams
 from searchlab.synth.config import QAParams
-from searchlab.record import QuestionRecord
+from searchlab.questions.record import QuestionRecord
 from searchlab.retrieval.base import Retriever
 from searchlab.scoring import normalize_answer
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from searchlab.eval.benchmarks import (
+from searchlab.questions.formats import (
     FORMATS,
     BenchmarkError,
     Question,

@@ -1,4 +1,5 @@
-"""Question-answering benchmark files loaded into one uniform list of :class:`Question`, for evaluation.
+"""Question files in the field's formats, each loaded into one uniform list of :class:`Question` (the question record),
+for evaluation and for the qa stage's import of training questions.
 
 Five file shapes are read (``FORMATS``):
 
@@ -40,9 +41,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, get_args
 
-from searchlab.eval.config import BenchmarkFormat
+from searchlab.questions.config import BenchmarkFormat
 from searchlab.jsonl import RecordError, decode_text, iter_jsonl
-from searchlab.record import QuestionRecord
+from searchlab.questions.record import QuestionRecord
 
 __all__ = ["FORMATS", "BenchmarkError", "Question", "detect_format", "load_benchmark"]
 

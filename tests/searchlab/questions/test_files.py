@@ -10,12 +10,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from searchlab.eval.benchmarks import load_benchmark
+from searchlab.questions.formats import load_benchmark
 from searchlab.jsonl import read_jsonl
-from searchlab.eval.config import QuestionFileParams
+from searchlab.questions.config import QuestionFileParams
 from searchlab.synth.config import QAParams
-from searchlab.questions import OverlapError, import_questions, is_dev
-from searchlab.record import ABSENT, QuestionRecord
+from searchlab.questions.files import OverlapError, import_questions, is_dev
+from searchlab.questions.record import ABSENT, QuestionRecord
 
 PROMPT = "Answer the given question. ... For example, <answer> Beijing </answer>. Question: {q}\n"
 
