@@ -27,22 +27,12 @@ checkpoints like SFT.
 from __future__ import annotations
 
 import random
-import time
 from pathlib import Path
 
 from searchlab.corpus.importers import split_contents
 from searchlab.jsonl import iter_jsonl
 from searchlab.params import TinyPretrainParams
-from searchlab.train.common import (
-    ProgressLog,
-    make_sft_trainer,
-    quiet_console,
-    resume_point,
-    run_figures,
-    save_trained,
-    tokens_seen,
-    trainer_settings,
-)
+from searchlab.train.common import ProgressLog, make_sft_trainer, resume_point, train_and_save, trainer_settings
 from searchlab.train.lm_head import IGNORE
 
 DRILL_WORDS = (3, 12)  # fewest and most words to copy in a drill
@@ -122,7 +112,8 @@ def pretraining_examples(tokenizer, passages: list[str], params: TinyPretrainPar
 
 def pretrain_lm(params: TinyPretrainParams, seed: int, model, tokenizer, corpus_jsonl: Path, out_dir: Path,
                 checkpoint_dir: Path) -> dict | None:
-    """Pretrain ``model`` on :func:`pretraining_examples`, save it with its tokenizer to ``out_dir``; the figures.
+    """Pretrain ``model`` on :func:`pretraining_examples`, save it with its tokenizer and ``train_log.jsonl`` to
+    ``out_dir`` (:func:`searchlab.train.common.train_and_save`); the figures.
 
     Resumes from the newest checkpoint in ``checkpoint_dir``. In a
     multi-process run only the main process saves and returns figures.
@@ -143,14 +134,9 @@ def pretrain_lm(params: TinyPretrainParams, seed: int, model, tokenizer, corpus_
     )
     trainer = make_sft_trainer(seed, model=model, args=args, train_dataset=examples, processing_class=tokenizer,
                                callbacks=[ProgressLog("base: pretraining step", {"loss": "loss"}).callback])
-    quiet_console(trainer)
-    tokens_before, started = tokens_seen(resume), time.perf_counter()
-    result = trainer.train(resume_from_checkpoint=resume)
-    seconds = time.perf_counter() - started
-    save_trained(trainer, out_dir)
-    if not trainer.is_world_process_zero():
+    trained = train_and_save(trainer, tokenizer, resume, out_dir)
+    if trained is None:  # not the main process
         return None
-    tokenizer.save_pretrained(str(out_dir))
-    return {**run_figures(trainer, resume, tokens_before, seconds), "examples": len(examples),
-            "train_loss": round(result.training_loss, 4),
+    figures, result = trained
+    return {**figures, "examples": len(examples), "train_loss": round(result.training_loss, 4),
             "copy_accuracy": round(copy_accuracy(trainer.model, tokenizer, passages, seed), 4)}
