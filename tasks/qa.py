@@ -6,7 +6,7 @@ from pathlib import Path
 
 from searchlab.corpus.kb import missing_kb
 from searchlab.params import Params
-from searchlab.questions.files import import_questions
+from searchlab.labeled.questions import import_questions
 from searchlab.retrieval import open_retriever
 from searchlab.synth.pipeline import synthesize
 from tasks.stage import Stage, StageContext

@@ -299,7 +299,7 @@ def _nq_open(path: Path, where: str, default_id: str, record: Any) -> Question:
 def _hotpotqa(path: Path, where: str, default_id: str, record: Any) -> Question:
     """A HotpotQA record: ``type``/``level``/… become the metadata, its paragraphs are dropped; the titles of its
     supporting facts, in order and once each, are kept as ``supporting_titles`` (what a demonstration made from the
-    question searches after the question itself: :mod:`searchlab.labeled_demos`)."""
+    question searches after the question itself: :mod:`searchlab.labeled.demos`)."""
     record = _as_object(path, where, record)
     metadata = _extras(record, {"_id", "question", "answer", *_HOTPOTQA_DROPPED})
     facts = record.get("supporting_facts")

@@ -4,7 +4,7 @@ Three producers fill it:
 
 - synthesis (:meth:`searchlab.synth.generate.Question.to_record`): the question with the structure it was built
   from (answer entity, slot, hops, constraints, mentions, compare), its evidence chain and difficulty features;
-- the import of labeled files (:mod:`searchlab.questions.files`): the file's name as ``type`` and ``source``, no
+- the import of labeled files (:mod:`searchlab.labeled.questions`): the file's name as ``type`` and ``source``, no
   evidence, an unknown bucket, the file's other keys as ``metadata``;
 - evaluation's benchmark readers (:func:`searchlab.questions.formats.load_benchmark`): id, question, answers and
   metadata, plus where the question was read (``where``, for messages; never stored).

@@ -12,7 +12,7 @@ selfplay stages read:
   difficulty was measured), and so is the evidence;
 - ``heldout.jsonl``: empty (the benchmarks are the held-out sets);
 - ``demos.jsonl`` (given the index): the demonstrations SFT learns from, one per train or dev question whose search
-  finds a gold answer (:mod:`searchlab.labeled_demos`), in synthesis's shape;
+  finds a gold answer (:mod:`searchlab.labeled.demos`), in synthesis's shape;
 - ``overlap.json`` and ``datasheet.md``: the overlap of every (training file, benchmark) pair, what was dropped.
 """
 
@@ -26,7 +26,7 @@ from pathlib import Path
 
 from searchlab.questions.formats import BenchmarkError, load_benchmark
 from searchlab.jsonl import write_jsonl
-from searchlab.labeled_demos import labeled_demonstrations
+from searchlab.labeled.demos import labeled_demonstrations
 from searchlab.questions.config import QuestionFileParams
 from searchlab.synth.config import QAParams
 from searchlab.questions.record import QuestionRecord
@@ -85,7 +85,7 @@ def import_questions(qa: QAParams, benchmarks: dict[str, QuestionFileParams], ro
     """Fill ``out_dir`` with the training questions of ``qa.files`` (see the module doc), minus those in
     ``benchmarks`` (``eval.benchmarks``: read whole, whatever sample evaluation takes); return the counts. With
     ``retriever`` (the index the agent searches), also ``demos.jsonl``: the demonstrations of the train and dev
-    questions whose search finds a gold answer (:mod:`searchlab.labeled_demos`).
+    questions whose search finds a gold answer (:mod:`searchlab.labeled.demos`).
 
     With ``qa.on_overlap: fail``, any overlap is an :class:`OverlapError` naming the pair and a question.
     """

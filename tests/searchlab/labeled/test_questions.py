@@ -14,7 +14,7 @@ from searchlab.questions.formats import load_benchmark
 from searchlab.jsonl import read_jsonl
 from searchlab.questions.config import QuestionFileParams
 from searchlab.synth.config import QAParams
-from searchlab.questions.files import OverlapError, import_questions, is_dev
+from searchlab.labeled.questions import OverlapError, import_questions, is_dev
 from searchlab.questions.record import ABSENT, QuestionRecord
 
 PROMPT = "Answer the given question. ... For example, <answer> Beijing </answer>. Question: {q}\n"
@@ -109,7 +109,7 @@ def test_a_record_reads_back_every_field_in_the_key_order_it_was_written(tmp_pat
 
 def test_labeled_questions_become_demonstrations_where_their_search_finds_a_gold_answer(tmp_path, bm25):
     from searchlab.agent.protocol import parse_trajectory
-    from searchlab.labeled_demos import SEARCH_THINK
+    from searchlab.labeled.demos import SEARCH_THINK
 
     # the real BM25 index over the toy passages: Warsaw's passage holds the answer as "Poland"; nothing names
     # the Amazon; the third question contains its own answer
