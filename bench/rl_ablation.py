@@ -110,9 +110,7 @@ def evaluate_agents(p, folders: dict[str, Path], retriever, out: Path,
                for name, folder in folders.items()}
     benchmarks = load_benchmarks(p.eval, ROOT / p.runtime.data_dir / "benchmarks", ROOT)
     return run_evaluation(loaders, systems if isinstance(systems, dict) else list(systems), benchmarks, retriever,
-                          p.rollout, out, out / "shards",
-                          p.eval.resamples, p.eval.seed, progress=logging.getLogger("eval").info,
-                          sampling=p.eval.sampling)
+                          p.rollout, out, out / "shards", p.eval)
 
 
 def signal_shares(history: list[dict]) -> dict[str, float]:

@@ -81,8 +81,7 @@ def _build(ctx: StageContext) -> dict:
              len(benchmarks), sum(map(len, benchmarks.values())), pairs, len(folders), shards)
     with torch_threads(p.eval.threads), open_retriever(p.retriever, ctx.inputs["index"]) as retriever:
         results = run_evaluation(loaders, systems, benchmarks, retriever, p.rollout, ctx.out_dir,
-                                 ctx.work_dir / "shards", p.eval.resamples, p.eval.seed, progress=log.info,
-                                 sampling=p.eval.sampling)
+                                 ctx.work_dir / "shards", p.eval)
     speeds = {}
     for key, rates in results["throughput"].items():
         log.info("evaluate: %s answers %.2f questions/s", key, rates["questions_per_s"])

@@ -15,6 +15,7 @@ trajectory), ``report.md`` (which also says how each system was run),
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -30,11 +31,13 @@ from searchlab.eval.report import (
 from searchlab.eval.systems import describe, run_system, sampled_params
 from searchlab.files import write_atomically
 from searchlab.jsonl import write_jsonl
-from searchlab.eval.config import SamplingParams
+from searchlab.eval.config import EvalParams
 from searchlab.params import RolloutParams
 
 # the paired tests every model gets, when both systems ran: does searching beat one-shot retrieval, and the book?
 COMPARISONS = (("agent", "rag"), ("agent", "direct"))
+
+log = logging.getLogger("searchlab.evaluate")
 
 
 def comparisons(models: Sequence[str], systems: Sequence[str]) -> list[tuple[str, str]]:
@@ -90,9 +93,7 @@ def check_evidence(benchmarks: Mapping[str, list[Question]], indexed_ids: Callab
 def run_evaluation(models: Mapping[str, Callable[[], tuple[Any, Any]]],
                    systems: Sequence[str] | Mapping[str, Sequence[str]],
                    benchmarks: Mapping[str, list[Question]], retriever, params: RolloutParams, out_dir: Path,
-                   shard_dir: Path, resamples: int = 2000, seed: int = 0,
-                   progress: Callable[[str], None] = lambda message: None,
-                   sampling: SamplingParams | None = None) -> dict[str, Any]:
+                   shard_dir: Path, settings: EvalParams = EvalParams()) -> dict[str, Any]:
     """Evaluate, write the outputs, and return the results (written as ``metrics.json`` but for the throughput).
 
     ``models`` maps a model's name (``"sft"``) to a function that loads it as
@@ -105,11 +106,12 @@ def run_evaluation(models: Mapping[str, Callable[[], tuple[Any, Any]]],
 
     A finished shard in ``shard_dir`` is trusted as it is, so the folder must
     belong to exactly these models, questions and params (a stage's resume
-    folder, named by its fingerprint, is). ``sampling`` sets the ``sampled``
-    system's temperature, episodes per question and seed (default:
-    :class:`~searchlab.params.SamplingParams`'s).
+    folder, named by its fingerprint, is). Of ``settings`` (the ``eval``
+    section) it reads the bootstrap's ``resamples`` and ``seed``, and ``sampling``:
+    the ``sampled`` system's temperature, episodes per question and seed. Each
+    shard's start is logged (``searchlab.evaluate``).
     """
-    sampling = sampling or SamplingParams()
+    sampling, resamples, seed = settings.sampling, settings.resamples, settings.seed
     systems_of = dict(systems) if isinstance(systems, Mapping) else {name: list(systems) for name in models}
     every_system = list(dict.fromkeys(system for name in models for system in systems_of[name]))
     loaded: dict[str, tuple[Any, Any]] = {}
@@ -127,7 +129,7 @@ def run_evaluation(models: Mapping[str, Callable[[], tuple[Any, Any]]],
         for name in models:
             for system in systems_of[name]:
                 key = f"{name}/{system}"
-                progress(f"evaluate: {benchmark} {key} ({len(questions)} questions)")
+                log.info("evaluate: %s %s (%d questions)", benchmark, key, len(questions))
 
                 def compute(name=name, system=system, questions=questions) -> dict:
                     model, tokenizer = agent(name)  # loading is not part of the timed rollouts

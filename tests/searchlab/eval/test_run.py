@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 
-from searchlab.questions.formats import Question
+from searchlab.eval.config import EvalParams
 from searchlab.eval.run import run_evaluation
+from searchlab.questions.formats import Question
 from tests.toyworld import SCRIPTS, Scripted, params
 
 BENCHMARKS = {
@@ -21,7 +22,7 @@ def _evaluate(model, tok, bm25, tmp_path, loads: list[str]):
         return Scripted(model, tok), tok
 
     return run_evaluation({"sft": load}, ["direct", "rag", "agent"], BENCHMARKS, bm25, params(),
-                          tmp_path / "out", tmp_path / "shards", resamples=200)
+                          tmp_path / "out", tmp_path / "shards", EvalParams(resamples=200))
 
 
 def test_every_system_on_every_benchmark_then_a_rerun_computes_only_missing_shards(model, tok, bm25, tmp_path,
@@ -72,8 +73,8 @@ def test_the_sampled_system_averages_several_sampled_episodes_per_question(model
     from searchlab.eval.config import SamplingParams
 
     results = run_evaluation({"sft": lambda: (Scripted(model, tok), tok)}, ["agent", "sampled"], BENCHMARKS, bm25,
-                             params(), tmp_path / "out", tmp_path / "shards", resamples=200,
-                             sampling=SamplingParams(temperature=0.9, samples=3))
+                             params(), tmp_path / "out", tmp_path / "shards",
+                             EvalParams(resamples=200, sampling=SamplingParams(temperature=0.9, samples=3)))
     systems = results["benchmarks"]["capitals"]["systems"]
     # the scripted model writes the same turns however it samples: every sample is the greedy episode
     assert systems["sft/sampled"]["em"]["mean"] == systems["sft/agent"]["em"]["mean"] == 1.0
@@ -89,8 +90,6 @@ def test_the_sampled_system_averages_several_sampled_episodes_per_question(model
 
 def test_a_model_with_systems_of_its_own_runs_only_those_and_is_compared_on_them(model, tok, bm25, tmp_path,
                                                                                 monkeypatch):
-    from searchlab.eval.config import EvalParams
-
     monkeypatch.setitem(SCRIPTS, "What is the capital of Japan?", ["<answer>Tokyo</answer>"] * 2)  # as above
 
     eval_params = EvalParams(models=["sft", {"source": "rl", "systems": ["agent"]}])
@@ -98,7 +97,7 @@ def test_a_model_with_systems_of_its_own_runs_only_those_and_is_compared_on_them
     assert systems == {"sft": ["direct", "rag", "agent"], "rl": ["agent"]}
     load = lambda: (Scripted(model, tok), tok)  # noqa: E731
     results = run_evaluation({"sft": load, "rl": load}, systems, BENCHMARKS, bm25, params(), tmp_path / "out",
-                             tmp_path / "shards", resamples=200)
+                             tmp_path / "shards", EvalParams(resamples=200))
     capitals = results["benchmarks"]["capitals"]
     assert list(capitals["systems"]) == ["sft/direct", "sft/rag", "sft/agent", "rl/agent"]
     assert set(capitals["comparisons"]) == {"sft/agent vs sft/rag", "sft/agent vs sft/direct", "rl/agent vs sft/agent"}
