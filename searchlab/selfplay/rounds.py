@@ -187,7 +187,7 @@ class SelfPlayRounds:
             proposals = [Proposal(step, a, e.proposed, [(q, log.hits[q]) for q in e.searches[:len(e.retrieved)]],
                                   e.completion) for a, e in zip(answers, proposer_episodes)]
             verify(proposals, model, self.tokenizer, self.retriever, policy_params(trainer, self.rollout_params),
-                   self.kept, p.max_question_words, self.kb_check, p.kb_filter, p.grounded)
+                   self.kept, p, self.kb_check)
             unique_across_processes(proposals, rank)
             verified = [x for x in proposals if x.verified]
             rng = random.Random(f"{p.seed}/selfplay/solver/{step}/{rank}")

@@ -41,6 +41,7 @@ from searchlab.eval.systems import searched_prompt
 from searchlab.params import RolloutParams
 from searchlab.retrieval.base import Hit
 from searchlab.scoring import cover_exact_match, exact_match, normalize_answer
+from searchlab.selfplay.config import SelfPlayParams
 from searchlab.synth.lexicon import phrasing, words
 
 
@@ -109,17 +110,18 @@ def names_in(question: str) -> list[str]:
 
 
 def verify(proposals: Sequence[Proposal], model, tokenizer, retriever, params: RolloutParams,
-           kept: set[str], max_question_words: int = 40, kb_check: "KBCheck | None" = None,
-           kb_filter: bool = False, grounded: bool = True) -> None:
-    """Verify ``proposals`` in place (``verified``, ``reason``, the solver's answers, ``kb_correct``).
+           kept: set[str], selfplay: SelfPlayParams, kb_check: "KBCheck | None" = None) -> None:
+    """Verify ``proposals`` in place (``verified``, ``reason``, the solver's answers, ``kb_correct``) by the checks
+    ``selfplay`` turns on (``max_question_words``, ``grounded``, ``kb_filter``).
 
     ``kept`` holds the normalised questions kept so far; the newly verified
     ones are added. The model checks decode greedily, one batch each.
     """
+    kb_filter = selfplay.kb_filter
     from searchlab.agent.rollout import rollout
 
     for p in proposals:
-        p.reason = screen(p, max_question_words, grounded)
+        p.reason = screen(p, selfplay.max_question_words, selfplay.grounded)
     candidates = [p for p in proposals if p.reason is None]
     if candidates:
         one_turn = params.model_copy(update={"max_turns": 1, "temperature": 0.0, "extractive_answers": False})

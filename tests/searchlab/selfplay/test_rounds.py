@@ -252,8 +252,8 @@ def test_the_kb_filter_rejects_what_the_kb_does_not_confirm_and_only_when_asked(
 
     def verified(kb_capital: str, kb_filter: bool) -> Proposal:
         p = Proposal(0, "Tokyo", question, [("Tokyo", retriever.search(["Tokyo"], 2)[0])], "")
-        verify([p], policy(tokenizer).eval(), tokenizer, retriever, ROLLOUT, set(), 40,
-               KBCheck(_capital_kb(kb_capital)), kb_filter)
+        verify([p], policy(tokenizer).eval(), tokenizer, retriever, ROLLOUT, set(), SelfPlayParams(kb_filter=kb_filter),
+               KBCheck(_capital_kb(kb_capital)))
         return p
 
     right = verified("Tokyo", kb_filter=True)
