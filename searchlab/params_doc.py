@@ -57,8 +57,8 @@ SEE_ALSO: dict[str, str] = {
 INTRO = f"""\
 # Params: every key
 
-<!-- Generated from searchlab/params.py (each field's description, each section's docstring) by
-`{COMMAND}`: edit the schema, then run it. `{COMMAND} --check` and tests/test_params_doc.py
+<!-- Generated from the params schema (searchlab/params.py and the section modules it composes: each field's
+description, each section's docstring) by `{COMMAND}`: edit the schema, then run it. `{COMMAND} --check` and tests/test_params_doc.py
 fail when this file is stale or a key has no description. -->
 
 A params file (`params/default.yaml`, the embedded demo; `params/smoke.yaml`, a seconds-scale profile for tests;
