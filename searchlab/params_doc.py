@@ -58,8 +58,8 @@ INTRO = f"""\
 # Params: every key
 
 <!-- Generated from the params schema (searchlab/params.py and the section modules it composes: each field's
-description, each section's docstring) by `{COMMAND}`: edit the schema, then run it. `{COMMAND} --check` and tests/test_params_doc.py
-fail when this file is stale or a key has no description. -->
+description, each section's docstring) by `{COMMAND}`: edit the schema, then run it. `{COMMAND} --check` and
+tests/test_params_doc.py fail when this file is stale or a key has no description. -->
 
 A params file (`params/default.yaml`, the embedded demo; `params/smoke.yaml`, a seconds-scale profile for tests;
 their siblings) is YAML with one section per stage plus `tracking` and `runtime`. It may give any subset of keys:

@@ -1,5 +1,6 @@
 """The ``qa`` and ``benchmarks`` sections: the qa stage's settings (synthesis from a KB, or labeled question files)
-and the held-out suites', beside the code they configure (:mod:`searchlab.synth`, :mod:`searchlab.labeled.questions`)."""
+and the held-out suites', beside the code they configure (:mod:`searchlab.synth`,
+:mod:`searchlab.labeled.questions`)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The ``sft`` section: supervised fine-tuning's settings, beside the code they configure (:mod:`searchlab.train.sft`)."""
+"""The ``sft`` section: supervised fine-tuning's settings, beside the code they configure
+(:mod:`searchlab.train.sft`)."""
 
 from __future__ import annotations
 

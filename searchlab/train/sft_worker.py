@@ -1,4 +1,5 @@
-"""One SFT worker process: ``python -m searchlab.train.sft_worker JOB_FILE``, started by :func:`searchlab.train.sft.run_sft`.
+"""One SFT worker process: ``python -m searchlab.train.sft_worker JOB_FILE``, started by
+:func:`searchlab.train.sft.run_sft`.
 
 Under ``accelerate launch`` every process runs this; the Trainer finds its rank
 and device from the environment accelerate sets, and only the main process
