@@ -78,16 +78,20 @@ def run(
 
     from flows.pipeline import pipeline
 
+    from flows.signals import Terminated, ending_on_signals
+
     started = time.time()
     try:
         # The heartbeat thread would hold every run ~1 s at its end for nothing.
-        with temporary_settings({PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
+        with ending_on_signals(), temporary_settings({PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
             summary = pipeline(params_file=params_file, overrides=overrides or [], stages=stages or [],
                                force=force or [], root=str(root), record_dvc=not no_dvc_commit)
-    except KeyboardInterrupt:
-        raise _fail("interrupted (Ctrl-C); the stage in progress stopped and its MLflow run is marked KILLED. "
-                    "Run the same command again to go on: finished stages are cached, training resumes from its "
-                    "last checkpoint", 130) from None
+    except KeyboardInterrupt as err:
+        how, status = (f"terminated ({err})", err.exit_status) if isinstance(err, Terminated) else \
+            ("interrupted (Ctrl-C)", 130)
+        raise _fail(f"{how}; the stage in progress stopped and its MLflow run is marked KILLED. Run the same "
+                    "command again to go on: finished stages are cached, training resumes from its last checkpoint",
+                    status) from None
     except Exception as err:  # the flow already logged the traceback; end with one clear line
         from searchlab.files import no_space_message
 

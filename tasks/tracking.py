@@ -165,6 +165,13 @@ class TrackingError(RuntimeError):
     """MLflow refused a write; the message is MLflow's."""
 
 
+def stopped(error: BaseException) -> bool:
+    """Whether ``error`` is a stop rather than a failure: Ctrl-C or the CLI's SIGTERM/SIGHUP (a
+    ``KeyboardInterrupt``), or the exception Prefect's flow engine raises on SIGTERM inside a flow run (its
+    ``TerminationSignal``: a ``BaseException`` that names the ``signal``)."""
+    return isinstance(error, KeyboardInterrupt) or (not isinstance(error, Exception) and hasattr(error, "signal"))
+
+
 class Tracker:
     """Creates and finishes the MLflow runs of a pipeline run (through the worker process).
 
@@ -223,8 +230,8 @@ class Tracker:
     finish_pipeline = finish_stage
 
     def finish_failed(self, run_id: str, error: BaseException) -> None:
-        """Close run ``run_id``, which ``error`` ended: KILLED when the user interrupted it (Ctrl-C), else FAILED."""
-        self.finish_stage(run_id, status="KILLED" if isinstance(error, KeyboardInterrupt) else "FAILED")
+        """Close run ``run_id``, which ``error`` ended: KILLED when it was stopped (:func:`stopped`), else FAILED."""
+        self.finish_stage(run_id, status="KILLED" if stopped(error) else "FAILED")
 
     def _call(self, method: str, *args: Any) -> Any:
         with self._lock:

@@ -141,11 +141,19 @@ def test_kill_9_during_index_then_rerun_completes(prefect_server, tmp_path):
     assert "index        cached" in run_cli(project, "status", "--params", "params/smoke.yaml").stdout
 
 
+# Ctrl-C in a terminal sends SIGINT to the process group; `timeout`, `docker stop` and CI cancellation send SIGTERM
+# to the process alone
+STOPS = {"ctrl-c": (signal.SIGINT, True, 130, "error: interrupted (Ctrl-C)"),
+         "sigterm": (signal.SIGTERM, False, 143, "error: terminated (SIGTERM)")}
+
+
 @pytest.mark.slow
-def test_ctrl_c_during_training_ends_the_run_as_interrupted(prefect_server, tmp_path):
-    """SIGINT to the run's process group, as Ctrl-C in a terminal sends it, while sft trains: the run says it was
-    interrupted (exit 130) rather than naming a casualty of the signal, its MLflow runs end KILLED, no process is
-    left, and the same command then finishes the stage."""
+@pytest.mark.parametrize("stop", STOPS)
+def test_ctrl_c_or_sigterm_during_training_ends_the_run_as_interrupted(prefect_server, tmp_path, stop):
+    """SIGINT to the run's process group, or SIGTERM to the run alone, while sft trains: the run says how it was
+    stopped (exit 130, 143) rather than naming a casualty of the signal, its MLflow runs end KILLED, no process is
+    left (the training worker ends with the run that launched it), and the same command then finishes the stage."""
+    signum, to_group, status, message = STOPS[stop]
     from mlflow import MlflowClient
 
     from tasks.tracking import default_tracking_uri
@@ -162,11 +170,11 @@ def test_ctrl_c_during_training_ends_the_run_as_interrupted(prefect_server, tmp_
         if "sft: step" in line:
             break
     assert proc.poll() is None, "".join(output)
-    os.killpg(proc.pid, signal.SIGINT)
+    os.killpg(proc.pid, signum) if to_group else os.kill(proc.pid, signum)
     output += proc.stdout.readlines()
-    assert proc.wait(timeout=60) == 130, "".join(output)
+    assert proc.wait(timeout=60) == status, "".join(output)
     text = "".join(output)
-    assert "error: interrupted (Ctrl-C)" in text and "TrackingError" not in text, text
+    assert message in text and "TrackingError" not in text, text
     deadline = time.time() + 10
     while left := processes_running(str(project)):  # the training worker, the MLflow worker (its own session)
         assert time.time() < deadline, f"processes of the interrupted run still alive: {left}"
