@@ -102,9 +102,9 @@ def evaluate_agents(p, folders: dict[str, Path], retriever, out: Path,
     """The evaluate stage's code on the built suites: every policy of ``folders`` run as each of ``systems``
     (``agent``, ``sampled``; or per policy, a dict of its name to its systems), paired-tested; outputs and
     resumable shards in ``out``."""
+    from searchlab.eval.inputs import load_benchmarks
     from searchlab.eval.run import run_evaluation
     from searchlab.model import load_agent
-    from searchlab.eval.inputs import load_benchmarks
 
     loaders = {name: (lambda folder=folder: load_agent(str(folder), p.model, p.rollout))
                for name, folder in folders.items()}
@@ -310,9 +310,9 @@ def main() -> None:
         args.rows.insert(0, REFERENCE)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
 
+    from searchlab.eval.inputs import torch_threads
     from searchlab.params import load_params
     from searchlab.retrieval import open_retriever
-    from searchlab.eval.inputs import torch_threads
 
     p = load_params(ROOT / args.params, args.overrides)
     data = ROOT / p.runtime.data_dir

@@ -89,11 +89,11 @@ def main() -> None:
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
 
+    from searchlab.eval.inputs import torch_threads
     from searchlab.model import load_model
     from searchlab.params import load_params
     from searchlab.retrieval import open_retriever
     from searchlab.rl.train import rl_job, train_rl
-    from searchlab.eval.inputs import torch_threads
 
     p = load_params(ROOT / args.params, args.overrides)
     data = ROOT / p.runtime.data_dir

@@ -102,9 +102,9 @@ def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
 
     from rl_ablation import evaluate_agents  # the same evaluation as the ablation's (bench/ is on the path)
+    from searchlab.eval.inputs import torch_threads
     from searchlab.params import load_params
     from searchlab.retrieval import open_retriever
-    from searchlab.eval.inputs import torch_threads
 
     p = load_params(ROOT / args.params, args.overrides)
     data = ROOT / p.runtime.data_dir

@@ -85,8 +85,8 @@ class StopAfter:
 
 def knowledge_figures(folder: str, path: Path) -> dict:
     from searchlab.jsonl import read_jsonl
-    from searchlab.synth.config import SolverParams
     from searchlab.scoring import cover_exact_match, exact_match
+    from searchlab.synth.config import SolverParams
     from searchlab.synth.models import ModelSolver
 
     records = read_jsonl(path)

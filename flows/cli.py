@@ -77,7 +77,6 @@ def run(
     from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
 
     from flows.pipeline import pipeline
-
     from flows.signals import Terminated, ending_on_signals
 
     started = time.time()
@@ -320,8 +319,8 @@ def ask(
     overrides: SetOpt = None,
 ) -> None:
     """Run the search agent on one question and print its trajectory: thinking, searches with top hits, answer."""
-    from searchlab.agent.protocol import parse_trajectory
     from searchlab.agent.budget import budget_words, fits
+    from searchlab.agent.protocol import parse_trajectory
     from searchlab.agent.rollout import context_limit, rollout
     from searchlab.agent.text import agent_prompt, encode_prompt
     from searchlab.model import load_agent

@@ -21,9 +21,9 @@ from typing import Any
 import yaml
 
 from searchlab.corpus.importers import jsonl_records, passage
-from searchlab.questions.formats import BenchmarkError, detect_format, load_benchmark
 from searchlab.jsonl import RecordError
 from searchlab.params import Params, key_origins
+from searchlab.questions.formats import BenchmarkError, detect_format, load_benchmark
 from searchlab.train.launch import vllm_problem
 from tasks.registry import BY_NAME, plan
 from tasks.stage import Stage

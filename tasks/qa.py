@@ -5,8 +5,8 @@ benchmarks and demonstrations made by searching them (``qa.source``)."""
 from pathlib import Path
 
 from searchlab.corpus.kb import missing_kb
-from searchlab.params import Params
 from searchlab.labeled.questions import import_questions
+from searchlab.params import Params
 from searchlab.retrieval import open_retriever
 from searchlab.synth.pipeline import synthesize
 from tasks.stage import Stage, StageContext

@@ -18,8 +18,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from searchlab.agent.protocol import INVALID_ACTION_FEEDBACK, environment_spans, information_block, parse_action
 from searchlab.agent.episode import Rollout
+from searchlab.agent.protocol import INVALID_ACTION_FEEDBACK, environment_spans, information_block, parse_action
 from searchlab.agent.text import agent_prompt, encode_completion, encode_prompt
 
 if TYPE_CHECKING:

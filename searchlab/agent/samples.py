@@ -16,8 +16,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from searchlab.agent.protocol import copies_the_prompt, parse_trajectory
 from searchlab.agent.episode import Rollout
+from searchlab.agent.protocol import copies_the_prompt, parse_trajectory
 from searchlab.agent.rollout import rollout
 from searchlab.jsonl import write_jsonl
 from searchlab.scoring import exact_match

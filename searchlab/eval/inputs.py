@@ -9,9 +9,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from searchlab.questions.formats import BenchmarkError, Question, load_benchmark
 from searchlab.eval.config import BUILT_IN_SUITES, EvalParams
 from searchlab.params import Params
+from searchlab.questions.formats import BenchmarkError, Question, load_benchmark
 
 log = logging.getLogger("searchlab.evaluate")
 

@@ -16,8 +16,8 @@ from typing import Any
 
 from searchlab.agent.episode import Rollout
 from searchlab.agent.samples import found_evidence
-from searchlab.questions.formats import Question
 from searchlab.eval.stats import bootstrap_ci, paired_bootstrap
+from searchlab.questions.formats import Question
 from searchlab.scoring import score
 
 SCORES = ("em", "f1", "cover_em")

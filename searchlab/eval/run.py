@@ -21,17 +21,17 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from searchlab.questions.formats import Question
 from searchlab.eval.metrics import compare, mean_record, question_record, summarize
+from searchlab.questions.formats import Question
 from searchlab.eval.report import (
     plot_em,
     plot_search_counts,
     write_report,
 )
+from searchlab.eval.config import EvalParams
 from searchlab.eval.systems import describe, run_system, sampled_params
 from searchlab.files import write_atomically
 from searchlab.jsonl import write_jsonl
-from searchlab.eval.config import EvalParams
 from searchlab.params import RolloutParams
 
 # the paired tests every model gets, when both systems ran: does searching beat one-shot retrieval, and the book?

@@ -24,14 +24,14 @@ from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
-from searchlab.questions.formats import BenchmarkError, load_benchmark
 from searchlab.jsonl import write_jsonl
 from searchlab.labeled.demos import labeled_demonstrations
 from searchlab.questions.config import QuestionFileParams
-from searchlab.synth.config import QAParams
+from searchlab.questions.formats import BenchmarkError, load_benchmark
 from searchlab.questions.record import QuestionRecord
 from searchlab.retrieval.base import Retriever
 from searchlab.scoring import normalize_answer
+from searchlab.synth.config import QAParams
 
 # Ids a file does not give are made from its name: training files get a name of their own, so a made-up id such
 # as "nq-3" can never equal a benchmark's made-up one and pass for the same question.

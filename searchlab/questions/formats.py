@@ -41,8 +41,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, get_args
 
-from searchlab.questions.config import BenchmarkFormat
 from searchlab.jsonl import RecordError, decode_text, iter_jsonl
+from searchlab.questions.config import BenchmarkFormat
 from searchlab.questions.record import QuestionRecord
 
 __all__ = ["FORMATS", "BenchmarkError", "Question", "detect_format", "load_benchmark"]

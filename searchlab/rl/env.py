@@ -85,9 +85,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from searchlab.agent.episode import Rollout
 from searchlab.agent.extractive import constrained_start
 from searchlab.agent.replay import continued, prefix_through_search, replay
-from searchlab.agent.episode import Rollout
 from searchlab.agent.rollout import rollout
 from searchlab.agent.samples import protocol_shares, trajectory_record
 from searchlab.jsonl import write_jsonl

@@ -58,8 +58,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from searchlab.agent.protocol import copies_the_prompt, parse_trajectory
 from searchlab.agent.episode import Rollout
+from searchlab.agent.protocol import copies_the_prompt, parse_trajectory
 from searchlab.rl.config import RewardParams
 from searchlab.rl.rubric import rubric_score
 from searchlab.scoring import cover_exact_match, exact_match, f1

@@ -43,8 +43,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from searchlab.agent.protocol import citations, environment_spans
 from searchlab.agent.episode import Rollout
+from searchlab.agent.protocol import citations, environment_spans
 from searchlab.scoring import cover_exact_match
 
 # Any tag-shaped token of the model's text: the protocol's tags, <cite>, and whatever it makes up.

@@ -38,17 +38,17 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from searchlab.agent.episode import Rollout
 from searchlab.agent.protocol import proposer_instruction
 from searchlab.agent.replay import replay
-from searchlab.agent.episode import Rollout
 from searchlab.agent.rollout import rollout
 from searchlab.agent.text import chat_prompt, encode_prompt
 from searchlab.jsonl import read_jsonl, write_jsonl
 from searchlab.params import RolloutParams
-from searchlab.selfplay.config import SelfPlayParams
 from searchlab.rl.env import StepBatch, generation_model, policy_params, training_rollout_params, trl_batch
 from searchlab.rl.rewards import reward
 from searchlab.scoring import exact_match, normalize_answer
+from searchlab.selfplay.config import SelfPlayParams
 from searchlab.selfplay.seeds import draw_seeds
 from searchlab.selfplay.verify import CHECKS, KBCheck, Proposal, novelty, verify
 

@@ -22,8 +22,8 @@ from pathlib import Path
 
 from searchlab.corpus.importers import split_contents
 from searchlab.jsonl import iter_jsonl
-from searchlab.synth.config import QAParams
 from searchlab.scoring import normalize_answer
+from searchlab.synth.config import QAParams
 from searchlab.synth.pipeline import is_heldout
 
 

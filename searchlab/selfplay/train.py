@@ -17,12 +17,12 @@ from pathlib import Path
 
 from searchlab.jsonl import read_jsonl, write_jsonl
 from searchlab.params import ModelParams, RetrieverParams, RolloutParams
-from searchlab.synth.config import QAParams
-from searchlab.selfplay.config import SelfPlayParams
 from searchlab.rl.train import dev_figures
 from searchlab.scoring import normalize_answer
+from searchlab.selfplay.config import SelfPlayParams
 from searchlab.selfplay.rounds import SelfPlayRounds, round_file, round_summary
 from searchlab.selfplay.seeds import seed_answers
+from searchlab.synth.config import QAParams
 from searchlab.train.common import ProgressLog, resume_point, train_and_save
 from searchlab.train.launch import Job, launch
 

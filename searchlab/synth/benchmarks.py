@@ -12,10 +12,9 @@ import random
 from pathlib import Path
 
 from searchlab.jsonl import read_jsonl, write_jsonl
-from searchlab.synth.config import BenchmarksParams
-from searchlab.questions.record import QUESTION_TYPES
-from searchlab.questions.record import QuestionRecord
+from searchlab.questions.record import QUESTION_TYPES, QuestionRecord
 from searchlab.scoring import normalize_answer
+from searchlab.synth.config import BenchmarksParams
 
 #: The suites' name prefix for each corpus source that has a knowledge base (the others have no questions).
 SUITE_PREFIXES = {"synthetic": "world", "records": "records"}

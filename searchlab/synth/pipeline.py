@@ -33,12 +33,12 @@ from searchlab.corpus.kb import KB, passage_states
 from searchlab.files import write_atomically
 from searchlab.jsonl import write_jsonl
 from searchlab.params import RetrieverParams
-from searchlab.synth.config import QAParams
-from searchlab.questions.record import BUCKETS, QUESTION_TYPES
 from searchlab.progress import track
+from searchlab.questions.record import BUCKETS, QUESTION_TYPES
 from searchlab.retrieval import open_retriever
 from searchlab.retrieval.base import TimedRetriever
 from searchlab.scoring import normalize_answer
+from searchlab.synth.config import QAParams
 from searchlab.synth.demos import DemoWriter
 from searchlab.synth.generate import Builder, Question
 from searchlab.synth.report import write_datasheet

@@ -20,8 +20,8 @@ from collections import Counter
 from functools import cached_property
 
 from searchlab.corpus.kb import KB
-from searchlab.synth.config import SolverParams
 from searchlab.scoring import cover_exact_match, normalize_answer
+from searchlab.synth.config import SolverParams
 from searchlab.synth.generate import Question
 
 _WORD = re.compile(r"[a-z0-9]+")

@@ -19,8 +19,8 @@ from typing import get_args
 from searchlab.agent.protocol import environment_spans
 from searchlab.agent.text import chat_prompt, encode_completion, encode_prompt
 from searchlab.jsonl import read_jsonl
-from searchlab.questions.record import Bucket
 from searchlab.params import ModelParams
+from searchlab.questions.record import Bucket
 from searchlab.train.config import SFTParams
 from searchlab.train.common import (
     ProgressLog,

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from searchlab.questions.formats import BenchmarkError
 from searchlab.eval.inputs import load_benchmarks
 from searchlab.params import load_params
+from searchlab.questions.formats import BenchmarkError
 from tasks.evaluate import STAGE
 from tasks.sft import STAGE as SFT_STAGE
 from tasks.stage import explain_change, fingerprint, fingerprint_inputs
@@ -109,10 +109,10 @@ def test_evaluate_reads_exactly_the_model_stages_eval_models_names():
 
 
 def test_a_question_too_long_for_the_model_is_refused_before_any_episode_naming_its_line(tmp_path):
-    from searchlab.questions.formats import load_benchmark
+    from searchlab.eval.inputs import check_lengths
     from searchlab.model.bootstrap import bootstrap_tiny
     from searchlab.params import TinyModelParams
-    from searchlab.eval.inputs import check_lengths
+    from searchlab.questions.formats import load_benchmark
 
     spec = TinyModelParams(vocab_size=300, hidden_size=16, layers=1, heads=2, kv_heads=1, intermediate_size=16,
                            max_positions=1024)
@@ -126,10 +126,10 @@ def test_a_question_too_long_for_the_model_is_refused_before_any_episode_naming_
 
 
 def test_a_benchmark_whose_evidence_the_index_lacks_is_refused_naming_the_counts(tmp_path):
-    from searchlab.questions.formats import load_benchmark
-    from searchlab.eval.run import check_evidence
-    from searchlab.retrieval.docstore import DocStoreWriter
     from searchlab.eval.inputs import indexed_ids
+    from searchlab.eval.run import check_evidence
+    from searchlab.questions.formats import load_benchmark
+    from searchlab.retrieval.docstore import DocStoreWriter
 
     with DocStoreWriter(tmp_path / "index/docstore") as store:
         for doc in ("kelmora-0", "kelmora-1", "halkrelt-0"):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from searchlab.agent.protocol import INVALID_ACTION_FEEDBACK
 from searchlab.agent.episode import Rollout
+from searchlab.agent.protocol import INVALID_ACTION_FEEDBACK
 from searchlab.agent.samples import (
     found_evidence,
     protocol_rates,

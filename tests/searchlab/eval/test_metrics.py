@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from searchlab.agent.episode import Rollout
-from searchlab.questions.formats import Question
 from searchlab.eval.metrics import compare, question_record, summarize
+from searchlab.questions.formats import Question
 
 KELMORA = Question("q1", "When was Kelmora founded?", ["1167"], {"evidence": ["k-0"]})
 

@@ -69,8 +69,8 @@ def test_every_system_on_every_benchmark_then_a_rerun_computes_only_missing_shar
 
 
 def test_the_sampled_system_averages_several_sampled_episodes_per_question(model, tok, bm25, tmp_path):
-    from searchlab.eval.metrics import mean_record
     from searchlab.eval.config import SamplingParams
+    from searchlab.eval.metrics import mean_record
 
     results = run_evaluation({"sft": lambda: (Scripted(model, tok), tok)}, ["agent", "sampled"], BENCHMARKS, bm25,
                              params(), tmp_path / "out", tmp_path / "shards",

@@ -10,12 +10,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from searchlab.questions.formats import load_benchmark
 from searchlab.jsonl import read_jsonl
-from searchlab.questions.config import QuestionFileParams
-from searchlab.synth.config import QAParams
 from searchlab.labeled.questions import OverlapError, import_questions, is_dev
+from searchlab.questions.config import QuestionFileParams
+from searchlab.questions.formats import load_benchmark
 from searchlab.questions.record import ABSENT, QuestionRecord
+from searchlab.synth.config import QAParams
 
 PROMPT = "Answer the given question. ... For example, <answer> Beijing </answer>. Question: {q}\n"
 

@@ -39,9 +39,9 @@ from searchlab.agent.protocol import (
 from searchlab.agent.rollout import rollout
 from searchlab.agent.text import agent_prompt, chat_prompt, encode_completion, encode_prompt
 from searchlab.agent.turns import STOP_STRINGS
+from searchlab.config import LoraParams
 from searchlab.model import check_protocol_tokens, load_model
 from searchlab.model.gguf import PACKAGED, convert_gguf, gguf_file
-from searchlab.config import LoraParams
 from searchlab.params import RolloutParams
 from searchlab.synth.config import SolverParams
 from searchlab.train.config import SFTParams

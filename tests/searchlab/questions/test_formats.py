@@ -20,8 +20,8 @@ from searchlab.questions.formats import (
     load_benchmark,
 )
 from searchlab.jsonl import write_jsonl
-from searchlab.synth.config import BenchmarksParams
 from searchlab.synth.benchmarks import write_suites
+from searchlab.synth.config import BenchmarksParams
 
 
 def _jsonl(path: Path, lines: list[str]) -> Path:

@@ -127,8 +127,8 @@ def test_dynamic_sampling_replaces_groups_whose_episodes_all_earned_the_same(wor
 
 
 def test_masked_extractive_answers_leave_the_copied_answer_out_of_the_loss(tokenizer):
-    from searchlab.agent.extractive import constrained_start
     from searchlab.agent.episode import Rollout
+    from searchlab.agent.extractive import constrained_start
     from searchlab.agent.text import encode_completion
     from searchlab.rl.env import trl_batch
 

@@ -45,12 +45,12 @@ import pytest
 
 from searchlab.jsonl import read_jsonl
 from searchlab.params import ModelParams, RetrieverParams, RolloutParams
-from searchlab.synth.config import QAParams
 from searchlab.rl.config import RLParams
-from searchlab.selfplay.config import SelfPlayParams
 from searchlab.rl.train import RLJob, run_rl
 from searchlab.scoring import normalize_answer
+from searchlab.selfplay.config import SelfPlayParams
 from searchlab.selfplay.train import SelfPlayJob, run_selfplay
+from searchlab.synth.config import QAParams
 from tests.searchlab.rl.rlworld import QUESTIONS, SEED
 from tests.toyworld import DOCS, make_model, make_tokenizer, write_corpus
 

@@ -18,13 +18,13 @@ from transformers import Qwen2ForCausalLM, TrainerCallback
 from searchlab.agent.text import encode_completion
 from searchlab.jsonl import read_jsonl
 from searchlab.params import ModelParams, RetrieverParams, RolloutParams
-from searchlab.synth.config import QAParams
-from searchlab.selfplay.config import SelfPlayParams
 from searchlab.retrieval.base import Hit
+from searchlab.selfplay.config import SelfPlayParams
 from searchlab.selfplay.rounds import SelfPlayRounds, proposer_reward
 from searchlab.selfplay.seeds import draw_seeds, seed_answers
 from searchlab.selfplay.train import SelfPlayJob, train_selfplay
 from searchlab.selfplay.verify import Proposal, names_in, screen
+from searchlab.synth.config import QAParams
 from tests.toyworld import DOCS, ForceTokens, make_model, make_tokenizer, write_corpus
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tests/searchlab/conftest.py's

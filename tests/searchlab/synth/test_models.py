@@ -9,8 +9,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from searchlab.synth.config import SolverParams
 from searchlab.synth import models
+from searchlab.synth.config import SolverParams
 from searchlab.synth.models import ModelSolver, NLIChecker, clean_answer, format_prompt, hypothesis
 
 SENTENCES = [

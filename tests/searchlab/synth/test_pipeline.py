@@ -24,14 +24,14 @@ from searchlab.agent.protocol import (
 from searchlab.corpus.records import import_records
 from searchlab.jsonl import read_jsonl
 from searchlab.params import IndexParams, RecordsParams
-from searchlab.synth.config import BenchmarksParams, QAParams
 from searchlab.retrieval import build_index, open_retriever
 from searchlab.rl.rubric import rubric_score
 from searchlab.scoring import cover_exact_match, normalize_answer
 from searchlab.synth.benchmarks import write_suites
-from searchlab.synth.pipeline import synthesize
+from searchlab.synth.config import BenchmarksParams, QAParams
 from searchlab.synth.demos import DemoWriter
 from searchlab.synth.generate import Builder
+from searchlab.synth.pipeline import synthesize
 from tests.searchlab.synth.conftest import RETRIEVER
 
 OUTPUTS = ("train.jsonl", "dev.jsonl", "heldout.jsonl", "demos.jsonl", "stats.json", "datasheet.md")

@@ -17,16 +17,15 @@ import pytest
 
 from searchlab.corpus.kb import KB
 from searchlab.corpus.records import import_records
-from searchlab.jsonl import read_jsonl
 from searchlab.eval.config import WORLD_SUITES
+from searchlab.jsonl import read_jsonl
 from searchlab.params import IndexParams, RecordsParams
-from searchlab.synth.config import BenchmarksParams, QAParams
 from searchlab.questions.record import QUESTION_TYPES
 from searchlab.retrieval import build_index
-from searchlab.synth.benchmarks import write_suites
-from searchlab.synth.pipeline import synthesize
-from searchlab.synth.benchmarks import suite_name, suite_names
+from searchlab.synth.benchmarks import suite_name, suite_names, write_suites
+from searchlab.synth.config import BenchmarksParams, QAParams
 from searchlab.synth.generate import Builder
+from searchlab.synth.pipeline import synthesize
 from tests.searchlab.synth.conftest import RETRIEVER
 
 REFERENCES = ["capital", "country", "born_in", "citizen_of", "based_in"]

@@ -23,13 +23,13 @@ from searchlab.agent.protocol import (
 )
 from searchlab.model import bootstrap_tiny, load_model
 from searchlab.params import ModelParams, TinyModelParams, TinyPretrainParams
-from searchlab.train.config import SFTParams
 from searchlab.progress import quiet_libraries
 from searchlab.retrieval.base import Hit
+from searchlab.train.base import build_base, start_model
 from searchlab.train.common import resume_point
+from searchlab.train.config import SFTParams
 from searchlab.train.launch import LaunchError
 from searchlab.train.pretrain import copy_accuracy, pretraining_examples
-from searchlab.train.base import build_base, start_model
 from searchlab.train.sft import IGNORE, SFTJob, encode_demo, run_sft, train_sft
 from tests.conftest import processes_running
 
