@@ -470,7 +470,7 @@ def _sampler(params: RolloutParams):
 def draw(probs):
     """One token per row of ``probs``, drawn from the row's distribution by inverting its cumulative sum at one
     uniform number. ``torch.multinomial`` (what ``generate`` calls) draws one exponential number per vocabulary entry,
-    and on a CPU that took as long as the decode forward's work per row (bench/sampling.py)."""
+    and on a CPU that took as long as the decode forward's work per row (docs/results/rl.md, "The sampler, again")."""
     import torch
 
     cdf = probs.cumsum(dim=-1)

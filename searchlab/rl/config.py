@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Literal
 
 from pydantic import Field, model_validator
@@ -12,6 +13,7 @@ from searchlab.questions.record import Bucket
 
 
 CurriculumKind = Literal["difficulty", "sec", "noise", "clpo"]
+Estimator = Literal["grpo", "stratified", "igpo"]
 
 
 def clpo_clash(kinds) -> list[str]:
@@ -138,9 +140,31 @@ class CLPOParams(Section):
                                               "templates)")
 
 
+@dataclass(frozen=True)
+class GRPOPlan:
+    """What one stage's GRPO run is beyond the settings both stages share: its length, the groups of a step, when it
+    saves and logs, how training rollouts decode answers, and the loss's options. The defaults are plain GRPO (the
+    options rl adds and self-play leaves off)."""
+
+    steps: int
+    groups_per_step: int
+    save_steps: int = 1
+    logging_steps: int = 1
+    extractive_answers: Literal["free", "masked", "scored"] = "free"
+    estimator: Estimator = "grpo"
+    stratified_alpha: float = 0.5
+    igpo_weight: float = 1.0
+    llds_coef: float = 0.0
+    epsilon_high: float | None = None
+    num_iterations: int = 1
+
+
 class GRPOTrainingParams(Section):
     """What the rl and selfplay stages share: TRL's GRPO trainer over the agent's episodes, its optimisation, its
-    dev set and what it outputs. A selfplay round is one optimizer step, so "step" reads "round" there."""
+    dev set and what it outputs. A selfplay round is one optimizer step, so "step" reads "round" there.
+
+    Each stage's section says the rest of its run as :attr:`plan`, which the GRPO engine
+    (:func:`searchlab.rl.trainer.make_search_trainer`) reads beside these settings."""
 
     num_generations: int = Field(4, ge=2, description="episodes per question: the GRPO group (in self-play, both "
                                                       "roles': proposals per seed answer, solver episodes per "
@@ -195,6 +219,11 @@ class GRPOTrainingParams(Section):
     registry_name: str = Field("searchlab-agent", description="MLflow registered model the policy becomes a "
                                                                "version of")
 
+    @property
+    def plan(self) -> GRPOPlan:
+        """This stage's run: set by each stage's section."""
+        raise NotImplementedError(f"{type(self).__name__} states no GRPO plan")
+
 
 class RLParams(GRPOTrainingParams):
     """Curriculum RL: TRL's GRPOTrainer over the agent's own multi-turn search episodes, from ``rl.init``."""
@@ -220,7 +249,7 @@ class RLParams(GRPOTrainingParams):
                                              "sft showed cannot earn the reward, only reading can")
     epsilon_high: float | None = Field(None, gt=0, description="upper clip range (DAPO's clip-higher); null: epsilon")
     num_iterations: int = Field(1, ge=1, description="optimizer passes over each rolled-out batch")
-    estimator: Literal["grpo", "stratified", "igpo"] = Field(
+    estimator: Estimator = Field(
         "grpo", description="grpo: TRL's group advantage; stratified: Stratified GRPO (strata of equal search "
                             "count); igpo: plus IGPO's turn-level information gain")
     stratified_alpha: float = Field(0.5, ge=0, le=1, description="Stratified GRPO's blend: alpha·stratified + "
@@ -263,6 +292,15 @@ class RLParams(GRPOTrainingParams):
                                                   "resume and of dev scoring)")
     logging_steps: int = Field(1, ge=1, json_schema_extra=EXECUTION, description="log metrics every this many steps")
     registry_alias: str = Field("rl", description="alias pointed at the newest version")
+
+    @property
+    def plan(self) -> GRPOPlan:
+        """rl's run: ``steps`` steps of ``questions_per_step`` groups, and every loss option of the section."""
+        return GRPOPlan(steps=self.steps, groups_per_step=self.questions_per_step, save_steps=self.save_steps,
+                        logging_steps=self.logging_steps, extractive_answers=self.extractive_answers,
+                        estimator=self.estimator, stratified_alpha=self.stratified_alpha,
+                        igpo_weight=self.igpo_weight, llds_coef=self.llds.coef, epsilon_high=self.epsilon_high,
+                        num_iterations=self.num_iterations)
 
     @model_validator(mode="after")
     def _check(self) -> "RLParams":

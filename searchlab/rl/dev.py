@@ -28,7 +28,7 @@ from transformers import TrainerCallback
 from searchlab.agent.rollout import rollout
 from searchlab.jsonl import read_jsonl
 from searchlab.params import RolloutParams
-from searchlab.rl.config import RLParams
+from searchlab.rl.config import GRPOTrainingParams
 from searchlab.scoring import exact_match
 
 START = "step-0"  # the starting policy's folder beside the checkpoints (keep: best)
@@ -58,12 +58,12 @@ class DevScoring(TrainerCallback):
     module docstring. ``greedy`` and ``sampled`` are the two decodings; ``samples`` per question for the second."""
 
     def __init__(self, trainer, retriever, questions: list[dict], greedy: RolloutParams, sampled: RolloutParams,
-                 rl: RLParams) -> None:
+                 rl: GRPOTrainingParams) -> None:
         self.trainer, self.retriever, self.questions = trainer, retriever, questions
         self.greedy, self.sampled, self.rl = greedy, sampled, rl
 
     @classmethod
-    def of(cls, trainer, retriever, rl: RLParams, rollout_params: RolloutParams, dev_jsonl: Path | None):
+    def of(cls, trainer, retriever, rl: GRPOTrainingParams, rollout_params: RolloutParams, dev_jsonl: Path | None):
         """The callback of ``rl.dev`` for ``trainer``: greedy as ``rollout_params`` (evaluation's decoding), sampled
         as the training rollouts, on the first ``rl.dev.questions`` of ``dev_jsonl``."""
         from searchlab.rl.env import training_rollout_params

@@ -92,7 +92,7 @@ from searchlab.agent.rollout import rollout
 from searchlab.agent.samples import protocol_shares, trajectory_record
 from searchlab.jsonl import write_jsonl
 from searchlab.params import RolloutParams
-from searchlab.rl.config import RLParams
+from searchlab.rl.config import GRPOTrainingParams, RLParams
 from searchlab.rl.curriculum import Curriculum
 from searchlab.rl.noisy import NoisyRetriever
 from searchlab.rl.renamed import RenamedRetriever, renamed_question
@@ -160,13 +160,15 @@ def check_trl_batch(batch: dict[str, list], needs_logprobs: bool) -> dict[str, l
     return batch
 
 
-def training_rollout_params(rollout_params: RolloutParams, rl: RLParams, step: int, batch_size: int,
+def training_rollout_params(rollout_params: RolloutParams, grpo: GRPOTrainingParams, step: int, batch_size: int,
                             rank: int = 0, draw: int = 0) -> RolloutParams:
-    """The rollout settings of RL step ``step`` (its draw ``draw``): sampling at ``rl.temperature``, answers
-    constrained as ``rl.extractive_answers`` says, an own seed per step, process and draw."""
+    """The rollout settings of training step ``step`` (its draw ``draw``) of a stage's GRPO section: sampling at
+    ``grpo.temperature``, answers constrained as its plan's ``extractive_answers`` says, an own seed per step,
+    process and draw."""
     return rollout_params.model_copy(update={
-        "temperature": rl.temperature, "top_p": 1.0, "extractive_answers": rl.extractive_answers != "free",
-        "batch_size": batch_size, "seed": (rl.seed * 1_000_003 + step) * 64 + rank + draw * 2 ** 40, "engine": "hf"})
+        "temperature": grpo.temperature, "top_p": 1.0, "extractive_answers": grpo.plan.extractive_answers != "free",
+        "batch_size": batch_size, "seed": (grpo.seed * 1_000_003 + step) * 64 + rank + draw * 2 ** 40,
+        "engine": "hf"})
 
 
 @dataclass

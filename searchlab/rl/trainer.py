@@ -22,7 +22,7 @@ from trl.trainer.utils import shuffle_sequence_dict, split_tensor_dict
 
 from searchlab.agent.protocol import ANSWER_OPEN
 from searchlab.rl.advantages import igpo_token_advantages, information_gains, stratified_grpo_advantages, turn_index
-from searchlab.rl.config import RLParams
+from searchlab.rl.config import GRPOTrainingParams
 from searchlab.rl.env import CURRICULUM_FILE, Environment, StepBatch, check_trl_batch, evaluating
 from searchlab.rl.loss_pass import length_sorted, scored_logps_and_entropies, trimmed
 from searchlab.rl.rewards import RewardBreakdown
@@ -56,8 +56,8 @@ class SearchGRPOTrainer(GRPOTrainer):
     :class:`searchlab.selfplay.rounds.SelfPlayRounds` (self-play, no curriculum: ``curriculum`` None).
     """
 
-    def __init__(self, *args, episodes: Environment, rl: RLParams, **kwargs) -> None:
-        self.episodes, self.rl = episodes, rl
+    def __init__(self, *args, episodes: Environment, grpo: GRPOTrainingParams, **kwargs) -> None:
+        self.episodes, self.plan = episodes, grpo.plan
         self._scored = None  # the loss pass's mask of the tokens whose log-probabilities it reads
         super().__init__(*args, rollout_func=self._checked_rollout, reward_funcs=[episodes.reward_func],
                          **kwargs)
@@ -72,13 +72,13 @@ class SearchGRPOTrainer(GRPOTrainer):
         batch = self.episodes.last
         generations = self.num_generations
         rank, local = self.accelerator.process_index, len(batch.episodes)
-        if self.rl.estimator == "stratified":
+        if self.plan.estimator == "stratified":
             rewards = gather_object([r.total for r in batch.rewards])
             searches = gather_object([len(e.searches) for e in batch.episodes])
-            advantages = stratified_grpo_advantages(rewards, searches, generations, self.rl.stratified_alpha)
+            advantages = stratified_grpo_advantages(rewards, searches, generations, self.plan.stratified_alpha)
             output["advantages"] = advantages[rank * local:(rank + 1) * local].to(output["advantages"].device)
         flat = output["advantages"]
-        if self.rl.estimator == "igpo":
+        if self.plan.estimator == "igpo":
             output["advantages"] = flat[:, None] + self._information_gain_advantages(batch, output).to(flat.device)
         if self.episodes.curriculum is not None:
             self._update_curriculum(batch, flat)
@@ -133,14 +133,14 @@ class SearchGRPOTrainer(GRPOTrainer):
         likelihood = {}
         if "episode_correct" in inputs:
             likelihood = likelihood_metrics(logps.detach(), mask, inputs["episode_correct"])
-        if self.rl.llds.coef > 0 and old is not None:
+        if self.plan.llds_coef > 0 and old is not None:
             advantages = inputs["advantages"]
             if advantages.dim() == 2:  # IGPO's per-token advantages: the trajectory's mean over its own tokens
                 advantages = (advantages * mask).sum(-1) / mask.sum(-1).clamp(min=1)
             penalty, touched = llds_penalty(logps, old, mask, preserve=advantages >= 0)
             likelihood.update(touched)
             likelihood["llds/penalty"] = penalty.item()
-            loss = loss + self.rl.llds.coef * penalty / self.current_gradient_accumulation_steps
+            loss = loss + self.plan.llds_coef * penalty / self.current_gradient_accumulation_steps
         for name, value in likelihood.items():
             self._metrics["train"][name].append(value)
         return loss
@@ -158,7 +158,7 @@ class SearchGRPOTrainer(GRPOTrainer):
                 gains.append(information_gains(model, self.episodes.tokenizer, e.prompt_ids, e.completion_ids,
                                                [1 - m for m in e.env_mask], f"{ANSWER_OPEN} {q['answers'][0]}")
                              .tolist() if e.completion_ids else [])
-        adds = igpo_token_advantages(gains, turn_index(mask), mask, self.rl.igpo_weight)
+        adds = igpo_token_advantages(gains, turn_index(mask), mask, self.plan.igpo_weight)
         flat_gains = [g for row in gains for g in row]
         # straight into this step's metrics: the pending ones were flushed before the advantages are made
         self._metrics["train"]["igpo/mean_gain"].append(sum(flat_gains) / len(flat_gains) if flat_gains else 0.0)
@@ -237,45 +237,50 @@ def likelihood_metrics(logps: torch.Tensor, mask: torch.Tensor, correct: torch.T
     return metrics
 
 
-def grpo_config(rl: RLParams, checkpoint_dir: Path, save_total_limit: int | None = 2):
-    """TRL's ``GRPOConfig`` for ``rl``: one rollout batch of ``rl.questions_per_step`` groups per optimizer step, in
-    ``rl.grad_accum`` micro-batches, over ``rl.steps`` steps; checkpoints in ``checkpoint_dir`` (the newest
-    ``save_total_limit``; None: all). Building it needs neither a GPU nor vLLM.
+def grpo_config(grpo: GRPOTrainingParams, checkpoint_dir: Path, save_total_limit: int | None = 2):
+    """TRL's ``GRPOConfig`` for a stage's GRPO section ``grpo`` and its :attr:`~GRPOTrainingParams.plan`: one rollout
+    batch of ``plan.groups_per_step`` groups per optimizer step, in ``grpo.grad_accum`` micro-batches, over
+    ``plan.steps`` steps; checkpoints in ``checkpoint_dir`` (the newest ``save_total_limit``; None: all). Building it
+    needs neither a GPU nor vLLM.
 
-    With ``rl.use_vllm`` TRL's ``vllm_importance_sampling_correction`` stays on (its default): the rollouts
-    report vLLM's sampling log-probabilities (:func:`searchlab.rl.env.trl_batch`)."""
+    With ``use_vllm`` TRL's ``vllm_importance_sampling_correction`` stays on (its default): the rollouts report
+    vLLM's sampling log-probabilities (:func:`searchlab.rl.env.trl_batch`)."""
     from trl import GRPOConfig
 
-    settings = trainer_settings(checkpoint_dir, rl.seed, rl.save_steps, rl.logging_steps, rl.activation_checkpointing,
-                                rl.cpu_bf16)
+    plan = grpo.plan
+    settings = trainer_settings(checkpoint_dir, grpo.seed, plan.save_steps, plan.logging_steps,
+                                grpo.activation_checkpointing, grpo.cpu_bf16)
     args = GRPOConfig(
         **{**settings, "save_total_limit": save_total_limit},
-        max_steps=rl.steps, per_device_train_batch_size=rl.questions_per_step * rl.num_generations // rl.grad_accum,
-        gradient_accumulation_steps=rl.grad_accum, steps_per_generation=rl.grad_accum,
-        num_generations=rl.num_generations, learning_rate=rl.learning_rate,
-        warmup_steps=rl.warmup_ratio,  # a float < 1: a share of all steps
-        max_grad_norm=rl.max_grad_norm, temperature=rl.temperature, top_p=1.0,
-        loss_type=rl.loss_type, scale_rewards=rl.scale_rewards, beta=rl.beta, epsilon=rl.epsilon,
-        epsilon_high=rl.epsilon_high, num_iterations=rl.num_iterations, mask_truncated_completions=False,
-        log_completions=False, use_vllm=rl.use_vllm, vllm_mode="colocate",
-        vllm_gpu_memory_utilization=rl.vllm_gpu_memory_utilization, remove_unused_columns=False,
+        max_steps=plan.steps,
+        per_device_train_batch_size=plan.groups_per_step * grpo.num_generations // grpo.grad_accum,
+        gradient_accumulation_steps=grpo.grad_accum, steps_per_generation=grpo.grad_accum,
+        num_generations=grpo.num_generations, learning_rate=grpo.learning_rate,
+        warmup_steps=grpo.warmup_ratio,  # a float < 1: a share of all steps
+        max_grad_norm=grpo.max_grad_norm, temperature=grpo.temperature, top_p=1.0,
+        loss_type=grpo.loss_type, scale_rewards=grpo.scale_rewards, beta=grpo.beta, epsilon=grpo.epsilon,
+        epsilon_high=plan.epsilon_high, num_iterations=plan.num_iterations, mask_truncated_completions=False,
+        log_completions=False, use_vllm=grpo.use_vllm, vllm_mode="colocate",
+        vllm_gpu_memory_utilization=grpo.vllm_gpu_memory_utilization, remove_unused_columns=False,
     )
     # GRPO counts the tokens it rolls out itself; the Trainer's own count looks for input_ids the slots lack
     args.include_num_input_tokens_seen = "no"
     return args
 
 
-def make_search_trainer(rl: RLParams, model, tokenizer, episodes, checkpoint_dir: Path, callbacks: list | None = None,
-                        save_total_limit: int | None = 2):
-    """The :class:`SearchGRPOTrainer` of ``rl``'s settings (:func:`grpo_config`) with ``episodes`` as its
-    environment: the one way the rl and selfplay stages (and the benches) build their trainer."""
+def make_search_trainer(grpo: GRPOTrainingParams, model, tokenizer, episodes, checkpoint_dir: Path,
+                        callbacks: list | None = None, save_total_limit: int | None = 2):
+    """The :class:`SearchGRPOTrainer` of a stage's GRPO section ``grpo`` (rl's or self-play's: :func:`grpo_config`)
+    with ``episodes`` as its environment: the one way the rl and selfplay stages (and the benches) build their
+    trainer."""
     from datasets import Dataset
 
-    args = grpo_config(rl, checkpoint_dir, save_total_limit)
-    # one slot per question drawn, by every process (each draws rl.questions_per_step a step): the environment fills
+    args = grpo_config(grpo, checkpoint_dir, save_total_limit)
+    plan = grpo.plan
+    # one slot per question drawn, by every process (each draws plan.groups_per_step a step): the environment fills
     # the slots of each step when they are rolled out, and the run is one pass over them in every process count
-    slots = Dataset.from_dict({"prompt": [str(i) for i in range(rl.steps * rl.questions_per_step * world_size())]})
+    slots = Dataset.from_dict({"prompt": [str(i) for i in range(plan.steps * plan.groups_per_step * world_size())]})
     # TRL warns that rollout_func is experimental; the pinned TRL version is the one this module was checked on
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     return SearchGRPOTrainer(model=model, args=args, train_dataset=slots, processing_class=tokenizer,
-                             callbacks=callbacks, episodes=episodes, rl=rl, peft_config=peft_config(rl.lora))
+                             callbacks=callbacks, episodes=episodes, grpo=grpo, peft_config=peft_config(grpo.lora))

@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from searchlab.config import check_init, check_registry_alias
-from searchlab.rl.config import GRPOTrainingParams, RLParams
+from searchlab.rl.config import GRPOPlan, GRPOTrainingParams
 
 
 class SelfPlayParams(GRPOTrainingParams):
@@ -78,9 +78,8 @@ class SelfPlayParams(GRPOTrainingParams):
         """GRPO groups per round: the solver's, and the proposer's when the policy proposes."""
         return self.solver_questions + (self.proposals_per_round if self.proposer == "policy" else 0)
 
-    def as_rl(self) -> "RLParams":
-        """The :class:`RLParams` the rl stage's trainer runs a round with: one step per round, both roles' groups,
-        and every setting of :class:`GRPOTrainingParams` as self-play's."""
-        shared = {name: getattr(self, name) for name in GRPOTrainingParams.model_fields}
-        return RLParams(**shared, steps=self.rounds, questions_per_step=self.trained_groups, save_steps=1,
-                        logging_steps=1, registry_alias=self.registry_alias)
+    @property
+    def plan(self) -> GRPOPlan:
+        """Self-play's run: one step per round over both roles' groups, each round saved and logged (its unit of
+        resume), plain GRPO's loss."""
+        return GRPOPlan(steps=self.rounds, groups_per_step=self.trained_groups)

@@ -137,7 +137,7 @@ class SelfPlayRounds:
             raise ValueError(f"selfplay.proposals_per_round is {params.proposals_per_round}, but the corpus gives only "
                              f"{len(seeds)} seed answers")
         self.tokenizer, self.retriever, self.seeds, self.proposer = tokenizer, retriever, seeds, proposer
-        self.rollout_params, self.params, self.rl = rollout_params, params, params.as_rl()
+        self.rollout_params, self.params = rollout_params, params
         self.rounds_dir, self.known, self.kb_check = rounds_dir, known_questions, kb_check
         self.kept: set[str] | None = None  # normalised kept questions, read back from earlier rounds when first needed
         self.history: list[dict] = []  # earlier rounds' kept questions: the solver's replay
@@ -174,7 +174,7 @@ class SelfPlayRounds:
         started = time.perf_counter()
         answers = [a for a in draw_seeds(self.seeds, step, p.proposals_per_round, p.seed, rank, world)
                    for _ in range(generations)]
-        params = training_rollout_params(self.rollout_params, self.rl, step, len(answers), rank)
+        params = training_rollout_params(self.rollout_params, self.params, step, len(answers), rank)
         log = HitLog(self.retriever)
         with generation_model(trainer) as model:
             proposer, proposer_tokenizer = self.proposer or (model, self.tokenizer)
@@ -203,7 +203,7 @@ class SelfPlayRounds:
                                       policy_params(trainer, solver_params)) if solved else []
         self.rollout_seconds += time.perf_counter() - started
 
-        scored = [reward(e, [a], None, self.rl.reward) for e, (_, a) in
+        scored = [reward(e, [a], None, self.params.reward) for e, (_, a) in
                   zip(solver_episodes, [item for item in solved for _ in range(generations)])]
         groups = {item: range(i * generations, (i + 1) * generations) for i, item in enumerate(solved)}
         for x in verified:
@@ -256,7 +256,7 @@ class SelfPlayRounds:
             demo = replay(self.tokenizer, self.retriever, question, known_path(paths[(question, answer)], answer),
                           params)
             if exact_match(demo.answer or "", [answer]):
-                episodes[members[-1]], scored[members[-1]] = demo, reward(demo, [answer], None, self.rl.reward)
+                episodes[members[-1]], scored[members[-1]] = demo, reward(demo, [answer], None, self.params.reward)
                 guided += 1
         return guided
 

@@ -117,16 +117,16 @@ def build_selfplay_trainer(job: SelfPlayJob, model, tokenizer, retriever, known:
     from searchlab.rl.trainer import make_search_trainer
     from searchlab.selfplay.verify import KBCheck
 
-    selfplay, rl = job.selfplay, job.selfplay.as_rl()
+    selfplay = job.selfplay
     rounds = SelfPlayRounds(tokenizer, retriever, seed_answers(job.corpus, job.qa, selfplay.seeds), job.rollout,
                             selfplay, job.work_dir / "rounds", known, KBCheck(kb) if kb is not None else None, proposer)
     progress = ProgressLog("selfplay: round", PROGRESS, selfplay.rounds)
-    trainer = make_search_trainer(rl, model, tokenizer, rounds, job.work_dir / "checkpoints",
+    trainer = make_search_trainer(selfplay, model, tokenizer, rounds, job.work_dir / "checkpoints",
                                   [progress.callback, *(callbacks or [])], save_total_limit=selfplay.keep_checkpoints)
-    if rl.dev.questions:
+    if selfplay.dev.questions:
         from searchlab.rl.dev import DevScoring
 
-        trainer.add_callback(DevScoring.of(trainer, retriever, rl, job.rollout, job.qa_dir / "dev.jsonl"))
+        trainer.add_callback(DevScoring.of(trainer, retriever, selfplay, job.rollout, job.qa_dir / "dev.jsonl"))
     return trainer, rounds
 
 

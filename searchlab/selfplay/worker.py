@@ -18,10 +18,10 @@ def main(job: SelfPlayJob) -> None:
 
     from searchlab.corpus.kb import KB
 
-    model_params, rl = job.model, job.selfplay.as_rl()
-    check_device(rl.use_vllm, "selfplay.use_vllm")
-    if rl.threads and not torch.cuda.is_available():
-        torch.set_num_threads(rl.threads)
+    model_params, selfplay = job.model, job.selfplay
+    check_device(selfplay.use_vllm, "selfplay.use_vllm")
+    if selfplay.threads and not torch.cuda.is_available():
+        torch.set_num_threads(selfplay.threads)
     model, tokenizer = load_model(str(job.start), model_params.trust_remote_code, model_params.dtype, device="cpu")
     kb = KB.load(job.corpus) if (job.corpus / "kb.jsonl").is_file() else None
     proposer = load_model(job.proposer, model_params.trust_remote_code, model_params.dtype, device="cpu") \

@@ -87,6 +87,22 @@ def test_the_gpu_config_keeps_trl_s_vllm_importance_sampling_correction():
     assert args.per_device_train_batch_size == rl.questions_per_step * rl.num_generations // rl.grad_accum
 
 
+def test_self_play_s_section_is_the_engine_s_input_as_is_one_plain_grpo_step_per_round():
+    """The engine reads self-play's own section (no rl section made from it): a step per round over both roles'
+    groups, every round saved and logged, plain GRPO's loss whatever rl's loss options say."""
+    params = load_params(Path("params/default.yaml"), overrides=["rl.num_iterations=2", "rl.llds.coef=0.5",
+                                                                 "rl.epsilon_high=0.3", "selfplay.rounds=5"])
+    selfplay = params.selfplay
+    args = grpo_config(selfplay, Path("unused-checkpoints"))
+    assert args.max_steps == 5 and args.save_steps == 1 and args.logging_steps == 1
+    assert args.per_device_train_batch_size == (selfplay.solver_questions + selfplay.proposals_per_round) \
+        * selfplay.num_generations // selfplay.grad_accum
+    assert args.num_iterations == 1 and args.epsilon_high is None and args.epsilon == selfplay.epsilon
+    assert args.learning_rate == selfplay.learning_rate and args.temperature == selfplay.temperature
+    rl_args = grpo_config(params.rl, Path("unused-checkpoints"))
+    assert rl_args.num_iterations == 2 and rl_args.epsilon_high == 0.3 and rl_args.max_steps == params.rl.steps
+
+
 def test_completion_logprobs_put_the_sampled_ones_on_model_tokens_and_zero_on_environment_tokens():
     done = Rollout("q", "p", prompt_ids=[1], completion_ids=[5, 6, 7, 8], env_mask=[0, 1, 1, 0], finished=True,
                    logprobs=[-0.5, -1.5])

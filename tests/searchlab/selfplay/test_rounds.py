@@ -223,7 +223,7 @@ def test_a_round_s_batch_has_both_roles_and_fills_missing_solver_groups(world, t
     rounds = SelfPlayRounds(tokenizer, retriever, seed_answers(corpus, QA), ROLLOUT, params, tmp_path, set())
     from searchlab.rl.trainer import make_search_trainer
 
-    trainer = make_search_trainer(params.as_rl(), policy(tokenizer), tokenizer, rounds, tmp_path / "checkpoints")
+    trainer = make_search_trainer(params, policy(tokenizer), tokenizer, rounds, tmp_path / "checkpoints")
     batch = trainer._generate_and_score_completions([{"prompt": str(i)} for i in range(10)])
     roles = [q["role"] for q in rounds.last.questions]
     assert roles == ["proposer"] * 6 + ["solver"] * 2 + ["filler"] * 2
@@ -305,7 +305,7 @@ def test_the_solver_s_dev_em_is_scored_every_round_and_the_best_round_kept(world
 def test_a_frozen_proposer_writes_the_questions_and_only_the_solver_is_trained(world, tokenizer, tmp_path):
     corpus, qa, retriever = world
     params = _params(rounds=2, proposer="sft")  # the model folder the task resolves "sft" to is passed below
-    assert params.as_rl().questions_per_step == params.solver_questions
+    assert params.plan.groups_per_step == params.solver_questions
     frozen, learner = policy(tokenizer).eval(), policy(tokenizer)
     before = {name: x.clone() for name, x in frozen.state_dict().items()}
     start = {name: x.clone() for name, x in learner.state_dict().items()}
@@ -340,7 +340,7 @@ def test_guidance_plays_the_proposer_s_path_in_a_solver_group_with_no_right_epis
     monkeypatch.setattr(f"{__name__}.STUCK", {question})  # verified, but every solver episode answers "unknown"
     params = _params(rounds=1, guidance={"enabled": True})
     rounds = SelfPlayRounds(tokenizer, retriever, seed_answers(corpus, QA), ROLLOUT, params, tmp_path, set())
-    trainer = make_search_trainer(params.as_rl(), policy(tokenizer), tokenizer, rounds, tmp_path / "checkpoints")
+    trainer = make_search_trainer(params, policy(tokenizer), tokenizer, rounds, tmp_path / "checkpoints")
     batch = trainer._generate_and_score_completions([{"prompt": str(i)} for i in range(10)])
     last = rounds.last
     solver = [i for i, q in enumerate(last.questions) if q["role"] == "solver"]
@@ -363,7 +363,7 @@ def test_a_round_with_a_frozen_proposer_trains_solver_groups_and_fillers_only(wo
                             proposer=(policy(tokenizer).eval(), tokenizer))
     from searchlab.rl.trainer import make_search_trainer
 
-    trainer = make_search_trainer(params.as_rl(), policy(tokenizer), tokenizer, rounds, tmp_path / "checkpoints")
+    trainer = make_search_trainer(params, policy(tokenizer), tokenizer, rounds, tmp_path / "checkpoints")
     batch = trainer._generate_and_score_completions([{"prompt": str(i)} for i in range(4)])
     assert [q["role"] for q in rounds.last.questions] == ["solver"] * 2 + ["filler"] * 2
     assert batch["advantages"][-2:].tolist() == [0.0, 0.0]
