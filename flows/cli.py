@@ -95,19 +95,7 @@ def run(
         from searchlab.files import no_space_message
 
         raise _fail(no_space_message(err, root / params.runtime.data_dir) or f"{type(err).__name__}: {err}") from None
-    table = Table(title=f"searchlab run ({time.time() - started:.1f} s)")
-    for column in ("stage", "state", "seconds", "cpu s", "peak RSS", "counts"):
-        table.add_column(column)
-    for name, row in summary.items():
-        state = "[dim]cached[/dim]" if row["cached"] else "[green]computed[/green]"
-        # headline counts and measurements only (breakdowns such as rejected.* stay in the manifest and MLflow)
-        counts = ", ".join(f"{k}={v}" for k, v in {**row["counts"], **row["measured"]}.items() if "." not in k)
-        seconds = "?" if row["seconds"] is None else f"{row['seconds']:.1f}"
-        used = row.get("resources") or {}
-        cpu = f"{used['cpu_seconds']:.0f}" if "cpu_seconds" in used else "?"
-        rss = f"{used['peak_rss_mb'] / 1024:.2f} GB" if "peak_rss_mb" in used else "?"
-        table.add_row(name, state, seconds, cpu, rss, counts)
-    console.print(table)
+    console.print(_summary_table(summary, time.time() - started))
     data_dir = root / params.runtime.data_dir
     console.print(f"data:    {data_dir}/{{{','.join(summary)}}}  (manifest.json in each)")
     ui = running_ui(root)
@@ -119,6 +107,23 @@ def run(
         console.print("search:  searchlab search \"your question\"")
     if "evaluate" in summary:
         _print_results(data_dir / "evaluate")
+
+
+def _summary_table(summary: dict[str, dict], seconds: float) -> Table:
+    """The run's table: one row per stage, cached or computed, its time, CPU, memory and headline counts."""
+    table = Table(title=f"searchlab run ({seconds:.1f} s)")
+    for column in ("stage", "state", "seconds", "cpu s", "peak RSS", "counts"):
+        table.add_column(column)
+    for name, row in summary.items():
+        state = "[dim]cached[/dim]" if row["cached"] else "[green]computed[/green]"
+        # headline counts and measurements only (breakdowns such as rejected.* stay in the manifest and MLflow)
+        counts = ", ".join(f"{k}={v}" for k, v in {**row["counts"], **row["measured"]}.items() if "." not in k)
+        took = "?" if row["seconds"] is None else f"{row['seconds']:.1f}"
+        used = row.get("resources") or {}
+        cpu = f"{used['cpu_seconds']:.0f}" if "cpu_seconds" in used else "?"
+        rss = f"{used['peak_rss_mb'] / 1024:.2f} GB" if "peak_rss_mb" in used else "?"
+        table.add_row(name, state, took, cpu, rss, counts)
+    return table
 
 
 def _print_results(folder: Path) -> None:

@@ -4,7 +4,9 @@ A params file (``params/default.yaml`` and its siblings) is YAML with one
 section per stage plus ``tracking`` and ``runtime``. A file may start from
 another with ``extends: OTHER.yaml`` (relative to it; ``extends: schema``, or no
 ``extends``, starts from the schema's defaults): its mappings are merged key by
-key into the other's, its lists and scalars replace the other's whole.
+key into the other's, its lists and scalars replace the other's whole, and a key
+written ``!delete`` removes what the other file sets there (an entry of
+``qa.files``, or a setting, which then takes the schema's default).
 :func:`load_params` merges the chain and validates the result, after applying
 ``--set a.b=c`` overrides, before anything runs; an unknown or ill-typed key is
 a :class:`ParamsError` that names the dotted key and, where the key came from a
@@ -342,6 +344,24 @@ class ParamsError(ValueError):
 #: The value of ``extends:`` that starts a params file from the schema's defaults (as no ``extends:`` does).
 SCHEMA = "schema"
 
+
+class _Delete:
+    """The type of :data:`DELETE`."""
+
+    def __repr__(self) -> str:
+        return "!delete"
+
+
+#: A key written ``!delete`` (in a file or a ``--set``): remove what the file it extends sets there.
+DELETE = _Delete()
+
+
+class _ParamsLoader(yaml.SafeLoader):
+    """YAML's safe loader plus the ``!delete`` tag."""
+
+
+_ParamsLoader.add_constructor("!delete", lambda loader, node: DELETE)
+
 Lines = dict[tuple[str, ...], tuple[Path, int]]  # dotted key -> (the file that writes it, its 1-based line)
 
 
@@ -354,6 +374,12 @@ def load_params(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -
     """
     path = Path(path)
     raw, lines = _read_chain(path, ())
+    stray = _deletions(raw)
+    if stray:  # a deletion the chain did not use: nothing above this file sets the key
+        key = stray[0]
+        file, line = lines.get(key, (path, "?"))
+        raise ParamsError(f"{file}: {'.'.join(key)} (line {line}): !delete removes a key the file it extends sets, "
+                          f"but no file it extends sets {'.'.join(key)}")
     for override in overrides:
         _apply_override(raw, override, path)
     try:
@@ -369,8 +395,8 @@ def _read_file(path: Path) -> tuple[dict[str, Any], Lines]:
     except OSError as err:
         raise ParamsError(f"{path}: cannot read params file ({err.strerror})") from err
     try:
-        raw = yaml.safe_load(text) or {}
-        document = yaml.compose(text)
+        raw = yaml.load(text, Loader=_ParamsLoader) or {}
+        document = yaml.compose(text, Loader=_ParamsLoader)
     except yaml.YAMLError as err:
         raise ParamsError(f"{path}: not valid YAML: {err}") from err
     duplicates = _duplicate_keys(document)
@@ -410,7 +436,17 @@ def _read_chain(path: Path, children: tuple[Path, ...]) -> tuple[dict[str, Any],
     # a key the child replaced whole takes its parent's lines below it away; a key both write is the child's
     kept = {key: where for key, where in base_lines.items()
             if not any(key[:n] in replaced for n in range(1, len(key) + 1))}
-    return merged, {**kept, **lines}
+    written = {key: where for key, where in lines.items() if _has(merged, key)}  # not the keys deleted
+    return merged, {**kept, **written}
+
+
+def _has(data: dict[str, Any], key: tuple[str, ...]) -> bool:
+    """Whether ``data`` holds the dotted ``key``."""
+    for part in key:
+        if not isinstance(data, dict) or part not in data:
+            return False
+        data = data[part]
+    return True
 
 
 def _merge(base: dict[str, Any], over: dict[str, Any], prefix: tuple[str, ...], replaced: set[tuple[str, ...]]) \
@@ -420,12 +456,27 @@ def _merge(base: dict[str, Any], over: dict[str, Any], prefix: tuple[str, ...], 
     merged = dict(base)
     for key, value in over.items():
         here = (*prefix, str(key))
-        if isinstance(value, dict) and isinstance(base.get(key), dict):
+        if value is DELETE and key in base:
+            del merged[key]
+            replaced.add(here)
+        elif isinstance(value, dict) and isinstance(base.get(key), dict):
             merged[key] = _merge(base[key], value, here, replaced)
         else:
-            merged[key] = value
+            merged[key] = value  # a DELETE of a key the base lacks stays, for load_params to report
             replaced.add(here)
     return merged
+
+
+def _deletions(data: dict[str, Any], prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    """The keys of ``data`` still written ``!delete``."""
+    found = []
+    for key, value in data.items():
+        here = (*prefix, str(key))
+        if value is DELETE:
+            found.append(here)
+        elif isinstance(value, dict):
+            found += _deletions(value, here)
+    return found
 
 
 def key_origins(path: str | Path) -> dict[str, tuple[Path, int]]:
@@ -462,9 +513,16 @@ def _apply_override(raw: dict[str, Any], override: str, path: Path) -> None:
             raise ParamsError(f"override {override!r}: {'.'.join(parts[: i + 1])} is not a section")
         node = child
     try:
-        node[parts[-1]] = yaml.safe_load(value)
+        parsed = yaml.load(value, Loader=_ParamsLoader)
     except yaml.YAMLError as err:
         raise ParamsError(f"override {override!r}: value is not valid YAML: {err}") from err
+    if parsed is not DELETE:
+        node[parts[-1]] = parsed
+    elif parts[-1] in node:
+        del node[parts[-1]]
+    else:
+        raise ParamsError(f"override {override!r}: !delete removes a key the params set, but they do not set "
+                          f"{key.strip()}")
 
 
 def _key_lines(node: yaml.Node | None, prefix: tuple[str, ...] = ()) -> dict[tuple[str, ...], int]:

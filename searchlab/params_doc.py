@@ -65,7 +65,11 @@ A params file (`params/default.yaml`, the embedded demo; `params/smoke.yaml`, a 
 their siblings) is YAML with one section per stage plus `tracking` and `runtime`. It may give any subset of keys:
 the rest take the defaults below. With `extends: OTHER.yaml` (a path relative to the file) it starts from that
 file instead and states only its differences: its sections are merged key by key into the other's, its lists and
-values replace the other's whole. An unknown or ill-typed key is an error that names it (with its file and line)
+values replace the other's whole. `extends: schema` (or no `extends:`) starts from the schema's defaults below.
+A key written `!delete` removes what the file it extends sets there: an entry the child does not want
+(`qa.files.geo: !delete`, `eval.benchmarks.geo-test: !delete`), or a setting, which then takes the schema's
+default; `--set qa.files.geo=!delete` does the same for one run, and a `!delete` of a key no file above sets is an
+error. To drop an entry of a list, write the list without it (a list is replaced whole). An unknown or ill-typed key is an error that names it (with its file and line)
 before anything runs. Only a stage's own sections enter its fingerprint, so changing `index` reruns `index` and
 what depends on it, never `corpus`; keys marked *execution* say how a stage runs, not what it computes, and enter
 no fingerprint. `searchlab run --set KEY=VALUE` (repeatable; `KEY` dotted, e.g. `--set rl.steps=10`, `VALUE`

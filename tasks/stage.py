@@ -310,11 +310,7 @@ def _build_and_publish(stage: Stage, ctx: RunContext, inputs: dict[str, Any], fp
     out = ctx.data_dir / stage.name
     stage_work = ctx.work_root / stage.name
     stat_cache = ctx.work_root / "stat" / f"{stage.name}.json"
-    # Holding the build lock of fp, a scratch folder of fp left here belongs to a run that died.
-    for stale in stage_work.glob(f"tmp-{fp[:16]}-*"):
-        shutil.rmtree(stale, ignore_errors=True)
-    scratch = stage_work / f"tmp-{fp[:16]}-{uuid.uuid4().hex[:12]}"
-    scratch.mkdir(parents=True)
+    scratch = _fresh_scratch(stage_work, fp)
     resume = stage_work / f"resume-{fp[:16]}"
     resume.mkdir(parents=True, exist_ok=True)
     run_id = _start_tracking(stage, ctx, fp, cached=False)
@@ -339,14 +335,7 @@ def _build_and_publish(stage: Stage, ctx: RunContext, inputs: dict[str, Any], fp
                       "resources": meter.figures(), "measured": measured}
             write_manifest(scratch, manifest)
             write_build_record(scratch, record)
-            # waits until no other run reads the folder this one replaces
-            publishing = ctx.lock(f"{stage.name}.output", f"stage {stage.name} (publishing)").acquire()
-            try:
-                publish(scratch, out, stage_work / "trash")
-            except BaseException:
-                publishing.release()
-                raise
-            publishing.downgrade()
+            publishing = _publish_locked(stage, ctx, scratch, out)
     except BaseException as error:
         shutil.rmtree(scratch, ignore_errors=True)
         if run_id:
@@ -370,6 +359,29 @@ def _build_and_publish(stage: Stage, ctx: RunContext, inputs: dict[str, Any], fp
     if run_id:
         _finish_tracking(stage, ctx, run_id, out, result)
     return result
+
+
+def _fresh_scratch(stage_work: Path, fp: str) -> Path:
+    """A new scratch folder for a build of ``fp``, after removing those of ``fp`` that runs which died left (the
+    caller holds the build lock of ``fp``, so no live run owns one)."""
+    for stale in stage_work.glob(f"tmp-{fp[:16]}-*"):
+        shutil.rmtree(stale, ignore_errors=True)
+    scratch = stage_work / f"tmp-{fp[:16]}-{uuid.uuid4().hex[:12]}"
+    scratch.mkdir(parents=True)
+    return scratch
+
+
+def _publish_locked(stage: Stage, ctx: RunContext, scratch: Path, out: Path):
+    """Publish ``scratch`` as ``out`` once no other run reads the folder it replaces; the output lock, downgraded
+    to a read lock (released if publishing fails)."""
+    publishing = ctx.lock(f"{stage.name}.output", f"stage {stage.name} (publishing)").acquire()
+    try:
+        publish(scratch, out, ctx.work_root / stage.name / "trash")
+    except BaseException:
+        publishing.release()
+        raise
+    publishing.downgrade()
+    return publishing
 
 
 def split_measured(counts: dict[str, Any], measured: tuple[str, ...]) -> tuple[dict[str, Any], dict[str, Any]]:

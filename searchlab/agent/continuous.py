@@ -169,6 +169,117 @@ def read(model: Any, cache: RaggedCache, rows: list[int] | None, tokens: list[li
     return out.logits[:, -1].float()
 
 
+class _Table:
+    """The rows of one :func:`play`: which episode each holds, and where every episode stands in its turn."""
+
+    def __init__(self, rollouts: list[Rollout], slots: int, rules: TurnRules) -> None:
+        self.rollouts, self.rules = rollouts, rules
+        # per episode: tokens the cache has not read yet (the prompt, and a prefilled tag)
+        self.pending = [r.prompt_ids + r.completion_ids for r in rollouts]
+        self.turn: list[list[int]] = [[] for _ in rollouts]  # per episode: this turn's generated ids
+        self.turn_start = [len(p) for p in self.pending]  # per episode: the cache length where its turn begins
+        self.ended_at = [0] * len(rollouts)  # per episode: the step its last turn ended
+        self.began = [0.0] * len(rollouts)  # per episode: when it took its row
+        self.waiting = iter(range(len(rollouts)))
+        self.steps = 0
+        # the episode in each row of the cache (None: over, and no episode was waiting for the row)
+        self.episodes: list[int | None] = [self._begin(next(self.waiting)) for _ in range(min(slots, len(rollouts)))]
+        self.cache = RaggedCache(len(self.episodes))
+
+    def _begin(self, e: int) -> int:
+        self.began[e], self.ended_at[e] = time.perf_counter(), self.steps
+        if self.rules.extractive is not None:
+            r = self.rollouts[e]
+            self.rules.extractive.begin_row_turn(e, answer_sources(r.question, r.prompt), self.rules.force_answer)
+        return e
+
+    @property
+    def playing(self) -> bool:
+        return any(e is not None for e in self.episodes)
+
+    def decode(self, model: Any, sample: Callable[[torch.Tensor], torch.Tensor],
+               turn_ends: Callable[[list[int]], bool]) -> list[int]:
+        """One token for every row; the rows whose turn it ended."""
+        episodes, pending, extractive = self.episodes, self.pending, self.rules.extractive
+        # a row reads its new context (the prompt, or the last token and an information block) alone with the
+        # other rows that have one; every row that only has its last token decodes in the batch's forward
+        ready = [row for row, e in enumerate(episodes) if e is not None and len(pending[e]) > 1]
+        decoding = [row for row, e in enumerate(episodes) if e is not None and len(pending[e]) == 1]
+        starting = ready if (len(ready) >= START_SHARE * (len(ready) + len(decoding)) or not decoding
+                             or any(self.steps - self.ended_at[episodes[row]] >= MAX_WAIT for row in ready)) else []
+        self.steps += 1
+        logits = []
+        if starting:
+            logits.append(read(model, self.cache, starting, [pending[episodes[row]] for row in starting],
+                               self.rules.pad_id))
+        if decoding:
+            reading = set(decoding)
+            everyone = read(model, self.cache, None, [pending[e] if row in reading else []
+                                                      for row, e in enumerate(episodes)], self.rules.pad_id)
+            logits.append(everyone[torch.tensor(decoding)])
+        rows = starting + decoding
+        scores = torch.cat(logits)
+        if extractive is not None:
+            scores = extractive.constrain([episodes[row] for row in rows], [self.turn[episodes[row]] for row in rows],
+                                          scores)
+        ended = []
+        for row, token in zip(rows, sample(scores).tolist()):
+            e = episodes[row]
+            self.turn[e].append(token)
+            pending[e] = [token]
+            if len(self.turn[e]) >= self.rules.params.max_new_tokens or turn_ends(self.turn[e]):
+                ended.append(row)
+        return ended
+
+    def end_turns(self, ended: list[int], retriever: Retriever) -> None:
+        """Close the turns of the ``ended`` rows: the environment's step for each, then the episode's next turn or
+        the next waiting episode in its row."""
+        from searchlab.retrieval.base import RecordingRetriever
+
+        rules, max_turns = self.rules, self.rules.params.max_turns
+        actions, kept, last = [], {}, {}
+        for row in ended:
+            e = self.episodes[row]
+            r = self.rollouts[e]
+            last[row] = r.turns == max_turns - 1
+            ids, action = rules.finish(r, self.turn[e], rules.force_answer and r.turns == 0)
+            kept[row] = ids
+            actions.append(action)
+            # the turn keeps a prefix of what it generated: the cache forgets the rest (it holds all but the
+            # last kept token, which is read with whatever the environment appends)
+            self.cache.lengths[row] = self.turn_start[e] + len(ids) - 1
+            self.turn[e] = []
+        recorder = RecordingRetriever(retriever)
+        searching = [i for i, row in enumerate(ended) if not last[row]]
+        appended = [None] * len(ended)
+        # the last turn's searches are not run: the episode is cut off and nothing would read them
+        for i, text in zip(searching, rules.search(recorder, [actions[i] for i in searching])):
+            appended[i] = text
+        for row, action, text in zip(ended, actions, appended):
+            e = self.episodes[row]
+            more = rules.after_step(self.rollouts[e], action, text, recorder, last[row], self.began[e])
+            if more is None:
+                # the next waiting episode takes the row: its prompt is read from column 0, over the old tokens
+                self.episodes[row] = next(self.waiting, None)
+                if self.episodes[row] is not None:
+                    self._begin(self.episodes[row])
+                    self.cache.lengths[row] = 0
+                continue
+            self.pending[e] = [kept[row][-1], *more]
+            self.ended_at[e] = self.steps
+            self.turn_start[e] = int(self.cache.lengths[row]) + len(self.pending[e])
+            if rules.extractive is not None:
+                r = self.rollouts[e]
+                rules.extractive.begin_row_turn(e, answer_sources(r.question, r.prompt + r.completion), False)
+        self._drop_finished_rows()
+
+    def _drop_finished_rows(self) -> None:
+        alive = [row for row, e in enumerate(self.episodes) if e is not None]
+        if alive and len(alive) <= 0.75 * len(self.episodes):  # a smaller batch decodes faster
+            self.cache.keep(torch.tensor(alive))
+            self.episodes = [self.episodes[row] for row in alive]
+
+
 def play(model: Any, retriever: Retriever, rollouts: list[Rollout], slots: int, rules: TurnRules,
          sample: Callable[[torch.Tensor], torch.Tensor], turn_ends: Callable[[list[int]], bool]) -> None:
     """Play the episodes of ``rollouts`` to their ends by ``rules``, ``slots`` at a time, each taking its turns as
@@ -179,96 +290,9 @@ def play(model: Any, retriever: Retriever, rollouts: list[Rollout], slots: int, 
     tag or EOS; the length limit is checked here). See
     :func:`searchlab.agent.rollout.rollout` for the episodes' rules.
     """
-    from searchlab.retrieval.base import RecordingRetriever
-
-    params, extractive, force_answer, pad_id = rules.params, rules.extractive, rules.force_answer, rules.pad_id
-
-    # per episode: tokens the cache has not read yet (the prompt, and a prefilled tag)
-    pending = [r.prompt_ids + r.completion_ids for r in rollouts]
-    turn: list[list[int]] = [[] for _ in rollouts]  # per episode: this turn's generated ids
-    turn_start = [len(p) for p in pending]  # per episode: the cache length where this turn's tokens begin
-    ended_at = [0] * len(rollouts)  # per episode: the step its last turn ended
-    began = [0.0] * len(rollouts)  # per episode: when it took its row
-    waiting = iter(range(len(rollouts)))
-    steps = 0
-
-    def begin(e: int) -> int:
-        began[e], ended_at[e] = time.perf_counter(), steps
-        if extractive is not None:
-            extractive.begin_row_turn(e, answer_sources(rollouts[e].question, rollouts[e].prompt), force_answer)
-        return e
-
-    # the episode in each row of the cache (None: over, and no episode was waiting for the row)
-    episodes: list[int | None] = [begin(next(waiting)) for _ in range(min(slots, len(rollouts)))]
-    cache = RaggedCache(len(episodes))
+    table = _Table(rollouts, slots, rules)
     with torch.inference_mode():
-        while any(e is not None for e in episodes):
-            # a row reads its new context (the prompt, or the last token and an information block) alone with the
-            # other rows that have one; every row that only has its last token decodes in the batch's forward
-            ready = [row for row, e in enumerate(episodes) if e is not None and len(pending[e]) > 1]
-            decoding = [row for row, e in enumerate(episodes) if e is not None and len(pending[e]) == 1]
-            starting = ready if (len(ready) >= START_SHARE * (len(ready) + len(decoding)) or not decoding
-                                 or any(steps - ended_at[episodes[row]] >= MAX_WAIT for row in ready)) else []
-            steps += 1
-            logits = []
-            if starting:
-                logits.append(read(model, cache, starting, [pending[episodes[row]] for row in starting], pad_id))
-            if decoding:
-                reading = set(decoding)
-                everyone = read(model, cache, None, [pending[e] if row in reading else []
-                                                     for row, e in enumerate(episodes)], pad_id)
-                logits.append(everyone[torch.tensor(decoding)])
-            rows = starting + decoding
-            scores = torch.cat(logits)
-            if extractive is not None:
-                scores = extractive.constrain([episodes[row] for row in rows], [turn[episodes[row]] for row in rows],
-                                              scores)
-            drawn = sample(scores).tolist()
-            ended = []
-            for row, token in zip(rows, drawn):
-                e = episodes[row]
-                turn[e].append(token)
-                pending[e] = [token]
-                if len(turn[e]) >= params.max_new_tokens or turn_ends(turn[e]):
-                    ended.append(row)
-            if not ended:
-                continue
-            actions, kept, last = [], {}, {}
-            for row in ended:
-                e = episodes[row]
-                r = rollouts[e]
-                last[row] = r.turns == params.max_turns - 1
-                ids, action = rules.finish(r, turn[e], force_answer and r.turns == 0)
-                kept[row] = ids
-                actions.append(action)
-                # the turn keeps a prefix of what it generated: the cache forgets the rest (it holds all but the
-                # last kept token, which is read with whatever the environment appends)
-                cache.lengths[row] = turn_start[e] + len(ids) - 1
-                turn[e] = []
-            recorder = RecordingRetriever(retriever)
-            searching = [i for i, row in enumerate(ended) if not last[row]]
-            appended = [None] * len(ended)
-            # the last turn's searches are not run: the episode is cut off and nothing would read them
-            answers = rules.search(recorder, [actions[i] for i in searching])
-            for i, text in zip(searching, answers):
-                appended[i] = text
-            for row, action, text in zip(ended, actions, appended):
-                e = episodes[row]
-                more = rules.after_step(rollouts[e], action, text, recorder, last[row], began[e])
-                if more is None:
-                    # the next waiting episode takes the row: its prompt is read from column 0, over the old tokens
-                    episodes[row] = next(waiting, None)
-                    if episodes[row] is not None:
-                        begin(episodes[row])
-                        cache.lengths[row] = 0
-                    continue
-                pending[e] = [kept[row][-1], *more]
-                ended_at[e] = steps
-                turn_start[e] = int(cache.lengths[row]) + len(pending[e])
-                if extractive is not None:
-                    r = rollouts[e]
-                    extractive.begin_row_turn(e, answer_sources(r.question, r.prompt + r.completion), False)
-            alive = [row for row, e in enumerate(episodes) if e is not None]
-            if alive and len(alive) <= 0.75 * len(episodes):  # drop finished rows: a smaller batch decodes faster
-                cache.keep(torch.tensor(alive))
-                episodes = [episodes[row] for row in alive]
+        while table.playing:
+            ended = table.decode(model, sample, turn_ends)
+            if ended:
+                table.end_turns(ended, retriever)

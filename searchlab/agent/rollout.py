@@ -347,21 +347,13 @@ def rollout(
     the answer is confined to the sources from its first token. The one-turn
     baselines (:mod:`searchlab.eval.systems`) use it.
 
-    With ``reuse_cache`` (the default) each turn continues from the KV cache
-    and reads only the new tokens, with continuous batching where the model
-    allows it (:func:`searchlab.agent.continuous.supports`, else
-    :class:`_Batch`); ``False`` takes the turns together and re-reads every
-    context each turn. All give the same greedy episodes up to floating-point
-    rounding; sampled ones differ in the order random numbers are drawn.
-    ``params.decode_dtype`` ``bfloat16`` decodes a float32 model on a CPU with a
-    bfloat16 copy of its weights (:mod:`searchlab.agent.precision`).
+    ``reuse_cache`` (the default) continues each turn from the KV cache (see
+    :func:`_play_hf`); ``False`` re-reads every context each turn.
 
     ``params.prefill`` (not with ``force_answer``) starts each completion with an
     opening tag (:data:`~searchlab.agent.protocol.PREFILLS`) that the first turn
     continues: environment ids (``env_mask`` 1), read with the turn as its start.
     """
-    import torch
-
     if prompts is not None and len(prompts) != len(questions):
         raise ValueError(f"got {len(prompts)} prompts for {len(questions)} questions")
     eos_ids = model_eos_ids(model, tokenizer)
@@ -373,33 +365,54 @@ def rollout(
     playing = [r for r in results if has_room(len(r.prompt_ids) + len(r.completion_ids), params, rules.limit)]
 
     if is_vllm(model):
-        for start in range(0, len(playing), params.batch_size):
-            chunk = playing[start:start + params.batch_size]
-            contexts = [r.prompt_ids + r.completion_ids for r in chunk]
-            _run_chunk(_VLLMBatch(model, contexts, params, eos_ids, first_seed=params.seed + start), retriever, chunk,
-                       rules)
-        return results
+        _play_vllm(model, retriever, playing, rules)
+    else:
+        _play_hf(model, retriever, playing, rules, reuse_cache)
+    return results
+
+
+def _play_vllm(engine: Any, retriever: Retriever, playing: list[Rollout], rules: TurnRules) -> None:
+    """Play ``playing`` on a vLLM engine, ``batch_size`` episodes a chunk, sampling seeded per episode."""
+    params = rules.params
+    for start in range(0, len(playing), params.batch_size):
+        chunk = playing[start:start + params.batch_size]
+        contexts = [r.prompt_ids + r.completion_ids for r in chunk]
+        _run_chunk(_VLLMBatch(engine, contexts, params, rules.eos_ids, first_seed=params.seed + start), retriever,
+                   chunk, rules)
+
+
+def _play_hf(model: Any, retriever: Retriever, playing: list[Rollout], rules: TurnRules, reuse_cache: bool) -> None:
+    """Play ``playing`` on a Hugging Face model under ``params.seed``, leaving the caller's random state alone.
+
+    With ``reuse_cache`` each turn continues from the KV cache and reads only the new tokens, with continuous
+    batching where the model allows it (:func:`searchlab.agent.continuous.supports`, else :class:`_Batch`);
+    without it the turns are taken together and every context is re-read each turn. All give the same greedy
+    episodes up to floating-point rounding; sampled ones differ in the order random numbers are drawn.
+    ``params.decode_dtype`` ``bfloat16`` decodes a float32 model on a CPU with a bfloat16 copy of its weights
+    (:mod:`searchlab.agent.precision`).
+    """
+    import torch
+
     from searchlab.agent.continuous import play as play_continuously
     from searchlab.agent.continuous import supports as supports_continuous
     from searchlab.agent.precision import decoding_model
 
+    params, tokenizer = rules.params, rules.tokenizer
     model = decoding_model(model, params.decode_dtype)
     device = torch.device(model.device)
     cuda = [device.index or 0] if device.type == "cuda" else []
-    continuous = reuse_cache and supports_continuous(model)
     with torch.random.fork_rng(devices=cuda):
         torch.manual_seed(params.seed)
-        if continuous:
+        if reuse_cache and supports_continuous(model):
             play_continuously(model, retriever, playing, params.batch_size, rules, _sampler(params),
-                              turn_ends(tokenizer, eos_ids))
-            return results
-        criterion, generate_kwargs = _turn_end_criterion(tokenizer, eos_ids), _generate_kwargs(rules)
+                              turn_ends(tokenizer, rules.eos_ids))
+            return
+        criterion, generate_kwargs = _turn_end_criterion(tokenizer, rules.eos_ids), _generate_kwargs(rules)
         for start in range(0, len(playing), params.batch_size):
             chunk = playing[start:start + params.batch_size]
             contexts = [r.prompt_ids + r.completion_ids for r in chunk]
-            _run_chunk(_Batch(model, criterion, generate_kwargs, contexts, pad_id, reuse_cache, rules.limit), retriever,
-                       chunk, rules)
-    return results
+            _run_chunk(_Batch(model, criterion, generate_kwargs, contexts, rules.pad_id, reuse_cache, rules.limit),
+                       retriever, chunk, rules)
 
 
 def _extractive_answers(model: Any, tokenizer: Any, params: RolloutParams, pad_id: int) -> ExtractiveAnswers | None:

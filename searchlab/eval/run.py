@@ -14,6 +14,7 @@ trajectory), ``report.md`` (which also says how each system was run),
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import time
@@ -28,7 +29,7 @@ from searchlab.eval.report import (
     plot_search_counts,
     write_report,
 )
-from searchlab.eval.config import EvalParams
+from searchlab.eval.config import EvalParams, SamplingParams
 from searchlab.eval.systems import describe, run_system, sampled_params
 from searchlab.files import write_atomically
 from searchlab.jsonl import write_jsonl
@@ -114,12 +115,7 @@ def run_evaluation(models: Mapping[str, Callable[[], tuple[Any, Any]]],
     sampling, resamples, seed = settings.sampling, settings.resamples, settings.seed
     systems_of = dict(systems) if isinstance(systems, Mapping) else {name: list(systems) for name in models}
     every_system = list(dict.fromkeys(system for name in models for system in systems_of[name]))
-    loaded: dict[str, tuple[Any, Any]] = {}
-
-    def agent(name: str) -> tuple[Any, Any]:
-        if name not in loaded:
-            loaded[name] = models[name]()
-        return loaded[name]
+    agent = functools.cache(lambda name: models[name]())  # each model loaded once, when first needed
 
     results: dict[str, Any] = {"benchmarks": {}, "throughput": {}}
     search_counts: dict[str, dict[str, list[int]]] = {}
@@ -134,17 +130,7 @@ def run_evaluation(models: Mapping[str, Callable[[], tuple[Any, Any]]],
                 def compute(name=name, system=system, questions=questions) -> dict:
                     model, tokenizer = agent(name)  # loading is not part of the timed rollouts
                     started = time.perf_counter()
-                    if system == "sampled":
-                        k = sampling.samples
-                        asked = [q for q in questions for _ in range(k)]
-                        episodes = run_system(system, model, tokenizer, retriever, [q.question for q in asked],
-                                              sampled_params(params, sampling.temperature, sampling.seed))
-                        records = [mean_record([question_record(q, e) for e in episodes[i * k:(i + 1) * k]])
-                                   for i, q in enumerate(questions)]
-                    else:
-                        episodes = run_system(system, model, tokenizer, retriever, [q.question for q in questions],
-                                              params)
-                        records = [question_record(q, e) for q, e in zip(questions, episodes)]
+                    records = _answer(system, model, tokenizer, retriever, questions, params, sampling)
                     return {"records": records, "seconds": time.perf_counter() - started}
 
                 shard = _shard(shard_dir / benchmark / f"{name}-{system}.json", compute)
@@ -158,21 +144,46 @@ def run_evaluation(models: Mapping[str, Callable[[], tuple[Any, Any]]],
         results["benchmarks"][benchmark] = {
             "questions": len(questions),
             "systems": {key: summarize(records, resamples, seed) for key, records in records_by_key.items()},
-            "comparisons": {f"{a} vs {b}": compare(records_by_key[a], records_by_key[b], "em", resamples, seed)
-                            for a, b in comparisons(list(models), every_system)
-                            if a in records_by_key and b in records_by_key},
+            "comparisons": _comparisons(records_by_key, list(models), every_system, resamples, seed),
         }
         search_counts[benchmark] = {key: [r["searches"] for r in records] for key, records in records_by_key.items()}
     results["throughput"] = {key: {"questions_per_s": round(n / seconds, 3) if seconds else 0.0}
                              for key, (n, seconds) in timing.items()}
+    _write_results(results, search_counts, every_system, params, sampling, out_dir)
+    return results
+
+
+def _comparisons(records_by_key: dict[str, list[dict]], models: list[str], systems: list[str], resamples: int,
+                 seed: int) -> dict[str, dict]:
+    """The paired EM tests of one benchmark, ``"<model>/agent vs <model>/rag"`` and the others
+    :func:`comparisons` pairs, for the pairs both of whose systems ran."""
+    return {f"{a} vs {b}": compare(records_by_key[a], records_by_key[b], "em", resamples, seed)
+            for a, b in comparisons(models, systems) if a in records_by_key and b in records_by_key}
+
+
+def _answer(system: str, model, tokenizer, retriever, questions: list[Question], params: RolloutParams,
+            sampling: SamplingParams) -> list[dict]:
+    """Each question's prediction record by ``system``; the ``sampled`` system's is the mean over its episodes."""
+    if system != "sampled":
+        episodes = run_system(system, model, tokenizer, retriever, [q.question for q in questions], params)
+        return [question_record(q, e) for q, e in zip(questions, episodes)]
+    k = sampling.samples
+    asked = [q for q in questions for _ in range(k)]
+    episodes = run_system(system, model, tokenizer, retriever, [q.question for q in asked],
+                          sampled_params(params, sampling.temperature, sampling.seed))
+    return [mean_record([question_record(q, e) for e in episodes[i * k:(i + 1) * k]]) for i, q in enumerate(questions)]
+
+
+def _write_results(results: dict, search_counts: dict, systems: list[str], params: RolloutParams,
+                   sampling: SamplingParams, out_dir: Path) -> None:
+    """``metrics.json``, ``report.md`` and the charts of ``results``."""
     # the files hold what the evaluation found, the same on every run of it; the speeds go to the caller alone
     found = {k: v for k, v in results.items() if k != "throughput"}
     write_atomically(out_dir / "metrics.json", lambda out: out.write(json.dumps(found, indent=1).encode()))
-    how = {system: describe(system, params) for system in every_system}
+    how = {system: describe(system, params) for system in systems}
     if "sampled" in how:
         how["sampled"] = describe("sampled", sampled_params(params, sampling.temperature, sampling.seed),
                                   sampling.samples)
     write_report(out_dir / "report.md", found, systems=how)
     plot_em(results, out_dir / "em.png")
     plot_search_counts(search_counts, out_dir / "searches.png")
-    return results

@@ -171,28 +171,7 @@ def reward(
     wants_evidence = (params.evidence_bonus > 0 or params.evidence_share > 0) and bool(evidence_ids)
     wants_rubric = params.rubric_weight > 0 and bool(chain)
 
-    problems: list[str] = []
-    if isinstance(episode, Rollout):
-        answer = episode.answer
-        if not episode.finished:
-            problems.append("cut off at max_turns")
-        invalid = episode.invalid_actions
-        searched = _searched_the_question(episode.searches[:len(episode.retrieved)])  # the searches that ran
-    elif isinstance(episode, str):
-        if wants_evidence:
-            raise ValueError("an evidence bonus needs the retrieved passage ids: pass the Rollout, not its text")
-        if wants_rubric:
-            raise ValueError("a rubric reward needs the retrieved passage ids: pass the Rollout, not its text")
-        trajectory = parse_trajectory(episode)
-        answer = trajectory.answer
-        invalid = sum(s.kind == "feedback" for s in trajectory.segments)
-        searched = _searched_the_question(trajectory.searches)
-    else:
-        raise TypeError(f"episode must be a Rollout or a completion str, got {type(episode).__name__}")
-    if answer is None or not answer.strip():
-        problems.append("no answer" if answer is None else "empty answer")
-    if invalid:
-        problems.append(f"{invalid} invalid action(s)")
+    answer, problems, searched = _read_episode(episode, wants_evidence, wants_rubric)
     answered = bool(answer and answer.strip())
     hack = _hack(answer, golds, params) if answered else None
     format_part = format_credit(params, not problems, answered, answered and hack is None
@@ -215,6 +194,35 @@ def reward(
     mixed = c_grpo_outcome(outcome, rubric, params.rubric_weight)
     return RewardBreakdown(mixed + format_part + evidence, outcome, format_part, evidence, None, tuple(problems),
                            rubric, share)
+
+
+def _read_episode(episode: Rollout | str, wants_evidence: bool,
+                  wants_rubric: bool) -> tuple[str | None, list[str], bool]:
+    """``(answer, problems, searched)`` of an episode or a completion string (see :func:`reward`): its answer, how it
+    broke the protocol, and whether it searched for more than the prompt's own words."""
+    problems: list[str] = []
+    if isinstance(episode, Rollout):
+        answer = episode.answer
+        if not episode.finished:
+            problems.append("cut off at max_turns")
+        invalid = episode.invalid_actions
+        searched = _searched_the_question(episode.searches[:len(episode.retrieved)])  # the searches that ran
+    elif isinstance(episode, str):
+        if wants_evidence:
+            raise ValueError("an evidence bonus needs the retrieved passage ids: pass the Rollout, not its text")
+        if wants_rubric:
+            raise ValueError("a rubric reward needs the retrieved passage ids: pass the Rollout, not its text")
+        trajectory = parse_trajectory(episode)
+        answer = trajectory.answer
+        invalid = sum(s.kind == "feedback" for s in trajectory.segments)
+        searched = _searched_the_question(trajectory.searches)
+    else:
+        raise TypeError(f"episode must be a Rollout or a completion str, got {type(episode).__name__}")
+    if answer is None or not answer.strip():
+        problems.append("no answer" if answer is None else "empty answer")
+    if invalid:
+        problems.append(f"{invalid} invalid action(s)")
+    return answer, problems, searched
 
 
 def _searched_the_question(queries: Sequence[str]) -> bool:

@@ -36,6 +36,7 @@ import logging
 import random
 import time
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 
 from searchlab.agent.episode import Rollout
@@ -121,6 +122,22 @@ class _FillerWarning(logging.Filter):
 FILLER_WARNING = _FillerWarning()
 
 
+@dataclass
+class _PlayedRound:
+    """One round's episodes: the seed answers (each repeated per generation), the proposer's episodes and their
+    proposals (the verified among them), the (question, answer) pairs the solver trains on and all it solved, and
+    the solver's episodes with their rollout settings."""
+
+    answers: list[str]
+    proposer_episodes: list[Rollout]
+    proposals: list[Proposal]
+    verified: list[Proposal]
+    trained: list[tuple[str, str]]
+    solved: list[tuple[str, str]]
+    solver_episodes: list[Rollout]
+    solver_params: RolloutParams
+
+
 class SelfPlayRounds:
     """The self-play environment of one training run (see the module doc); ``curriculum`` is None for the trainer.
 
@@ -161,20 +178,42 @@ class SelfPlayRounds:
     # -- TRL's rollout_func
     def rollout_func(self, prompts: list, trainer) -> dict[str, list]:
         """Play one round (module doc); return every episode of both roles for the update."""
-        from accelerate.utils import gather_object
-
         p, generations = self.params, trainer.num_generations
         expected = p.trained_groups * generations
         if len(prompts) != expected:
             raise ValueError(f"the trainer asked for {len(prompts)} episodes, a round has {expected}")
-        step, rank = trainer.state.global_step, trainer.accelerator.process_index
-        world = trainer.accelerator.num_processes
+        step = trainer.state.global_step
         if self.kept is None:
             self._read_history(step)
         started = time.perf_counter()
+        played = self._play(trainer, step)
+        self.rollout_seconds += time.perf_counter() - started
+
+        scored = [reward(e, [a], None, p.reward) for e, (_, a) in
+                  zip(played.solver_episodes, [item for item in played.solved for _ in range(generations)])]
+        groups = {item: range(i * generations, (i + 1) * generations) for i, item in enumerate(played.solved)}
+        for x in played.verified:
+            members = groups[(x.question, x.answer)]
+            x.solver_success = sum(scored[i].outcome for i in members) / generations
+            x.solver_answers = [played.solver_episodes[i].answer for i in members]
+        if p.guidance.enabled:
+            paths = {(r["question"], r["answer"]): [s["query"] for s in r["searches"]] for r in self.history}
+            paths.update({(x.question, x.answer): [query for query, _ in x.searches] for x in played.verified})
+            guided = self._guide(played.trained, groups, paths, played.solver_episodes, scored, played.solver_params)
+            trainer._log_metric("selfplay/guided", guided)
+        proposer_rewards = [proposer_reward(x, p) for x in played.proposals]
+        self.last = self._step_batch(step, played, groups, scored, proposer_rewards, generations)
+        self._record(trainer, step, played.proposals, proposer_rewards)
+        return trl_batch(self.last.episodes, self.tokenizer.eos_token_id)
+
+    def _play(self, trainer, step: int) -> _PlayedRound:
+        """Round ``step``'s episodes: the proposer's for this process's seed answers, verification, then the
+        solver's on every verified question and the replayed ones it trains on."""
+        p, generations = self.params, trainer.num_generations
+        rank, world = trainer.accelerator.process_index, trainer.accelerator.num_processes
         answers = [a for a in draw_seeds(self.seeds, step, p.proposals_per_round, p.seed, rank, world)
                    for _ in range(generations)]
-        params = training_rollout_params(self.rollout_params, self.params, step, len(answers), rank)
+        params = training_rollout_params(self.rollout_params, p, step, len(answers), rank)
         log = HitLog(self.retriever)
         with generation_model(trainer) as model:
             proposer, proposer_tokenizer = self.proposer or (model, self.tokenizer)
@@ -201,39 +240,36 @@ class SelfPlayRounds:
             questions = [q for q, _ in solved for _ in range(generations)]
             solver_episodes = rollout(model, self.tokenizer, self.retriever, questions,
                                       policy_params(trainer, solver_params)) if solved else []
-        self.rollout_seconds += time.perf_counter() - started
+        return _PlayedRound(answers, proposer_episodes, proposals, verified, trained, solved, solver_episodes,
+                            solver_params)
 
-        scored = [reward(e, [a], None, self.params.reward) for e, (_, a) in
-                  zip(solver_episodes, [item for item in solved for _ in range(generations)])]
-        groups = {item: range(i * generations, (i + 1) * generations) for i, item in enumerate(solved)}
-        for x in verified:
-            members = groups[(x.question, x.answer)]
-            x.solver_success = sum(scored[i].outcome for i in members) / generations
-            x.solver_answers = [solver_episodes[i].answer for i in members]
-
-        if p.guidance.enabled:
-            paths = {(r["question"], r["answer"]): [s["query"] for s in r["searches"]] for r in self.history}
-            paths.update({(x.question, x.answer): [query for query, _ in x.searches] for x in verified})
-            guided = self._guide(trained, groups, paths, solver_episodes, scored, solver_params)
-            trainer._log_metric("selfplay/guided", guided)
-        proposer_rewards = [proposer_reward(x, p) for x in proposals]
-        episodes: list[Rollout] = [] if self.proposer else list(proposer_episodes)
+    def _step_batch(self, step: int, played: _PlayedRound, groups: dict, scored: list,
+                    proposer_rewards: list[float], generations: int) -> StepBatch:
+        """What the round trains on: the proposer's episodes (when the policy proposes), the trained questions'
+        solver groups, and reward-less fillers for the solver groups nothing filled."""
+        p = self.params
+        episodes: list[Rollout] = [] if self.proposer else list(played.proposer_episodes)
         rewards: list[float | None] = [] if self.proposer else list(proposer_rewards)
-        roles = [] if self.proposer else [{"role": "proposer", "answer": a} for a in answers]
-        for item in trained:
-            episodes += [solver_episodes[i] for i in groups[item]]
+        roles = [] if self.proposer else [{"role": "proposer", "answer": a} for a in played.answers]
+        for item in played.trained:
+            episodes += [played.solver_episodes[i] for i in groups[item]]
             rewards += [scored[i].total for i in groups[item]]
             roles += [{"role": "solver", "question": item[0], "answers": [item[1]]}] * generations
-        fillers = (p.solver_questions - len(trained)) * generations  # nothing to solve yet: no learning signal
-        episodes += [self._filler(answers[0])] * fillers
+        fillers = (p.solver_questions - len(played.trained)) * generations  # nothing to solve yet: no signal
+        episodes += [self._filler(played.answers[0])] * fillers
         rewards += [None] * fillers
         roles += [{"role": "filler"}] * fillers
-        self.last = StepBatch(step, roles, episodes, rewards)
+        return StepBatch(step, roles, episodes, rewards)
+
+    def _record(self, trainer, step: int, proposals: list[Proposal], proposer_rewards: list[float]) -> None:
+        """Log the round's figures, write every process's proposals to the round's file, remember the kept ones."""
+        from accelerate.utils import gather_object
 
         records = gather_object([x.record() for x in proposals])
+        batch = self.last
         summary = round_summary(step, records, proposer_rewards,
-                                [rewards[i] for i, r in enumerate(roles) if r["role"] == "solver"], self.known,
-                                self.kb_check is not None)
+                                [batch.rewards[i] for i, r in enumerate(batch.questions) if r["role"] == "solver"],
+                                self.known, self.kb_check is not None)
         for name, value in summary.items():
             if name != "round":
                 trainer._log_metric(f"selfplay/{name}", value)
@@ -241,7 +277,6 @@ class SelfPlayRounds:
             self.rounds_dir.mkdir(parents=True, exist_ok=True)
             write_jsonl(round_file(self.rounds_dir, step), records)
         self._remember(records)
-        return trl_batch(episodes, self.tokenizer.eos_token_id)
 
     def _guide(self, trained: list[tuple[str, str]], groups: dict, paths: dict[tuple[str, str], list[str]],
                episodes: list[Rollout], scored: list, params: RolloutParams) -> int:

@@ -120,19 +120,7 @@ def launch(module: str, job: Job, job_dir: Path, num_processes: int | None = Non
     job_file = job_dir / "job.json"
     job_file.write_text(job.model_copy(update={"result": result, "error": error, "progress": progress,
                                                "exit_with_launcher": True}).model_dump_json(indent=1))
-    options = []  # accelerate launch's
-    if config_file:
-        options += ["--config_file", str(config_file)] + (["--num_processes", str(num_processes)] if num_processes
-                                                          else [])
-    else:  # accelerate's defaults, stated so it does not warn about each; the Trainer sets mixed precision itself
-        processes = num_processes or _gpu_count() or 1
-        options += ["--num_processes", str(processes), "--num_machines", "1", "--mixed_precision", "no",
-                    "--dynamo_backend", "no",
-                    # accelerate's own default is one thread per process, which halves CPU training on two cores
-                    "--num_cpu_threads_per_process", str(max(1, _cpu_threads() // processes))]
-        if processes > 1:
-            options += distributed_options()
-    options += ["-m", module, str(job_file)]
+    options = [*_launch_options(num_processes, config_file), "-m", module, str(job_file)]
     quiet_libraries()  # before the workers import datasets and transformers: they inherit the switches
     command, env = one_worker(options) or ([sys.executable, "-m", "accelerate.commands.launch", *options], None)
     # stdin: the pipe workers watch (see the module docstring); we never write to it
@@ -153,14 +141,37 @@ def launch(module: str, job: Job, job_dir: Path, num_processes: int | None = Non
         done.set()
         relay.join(timeout=5)
     if status != 0 or not result.is_file():
-        cause = ("\n".join(error.read_text().splitlines()[-ERROR_LINES:]) if error.is_file()
-                 else "the worker left no error report (killed, or it failed before running the job); see its output")
-        failure = LaunchError(f"training job {job_file} failed (exit status {status}):\n{cause}\n"
-                              f"command: {' '.join(command)}")
-        if no_space.exists():  # raised from the disk error, so the caller's one-line message names the folder
-            raise failure from OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(job_dir))
-        raise failure
+        _raise_failure(job_file, status, command)
     return json.loads(result.read_text())
+
+
+def _launch_options(num_processes: int | None, config_file: str | None) -> list[str]:
+    """``accelerate launch``'s options: the config file's (its process count overridden by ``num_processes``), or
+    ``num_processes`` (else one per visible GPU, one on a CPU) with accelerate's defaults stated."""
+    if config_file:
+        return ["--config_file", str(config_file)] + (["--num_processes", str(num_processes)] if num_processes
+                                                      else [])
+    # accelerate's defaults, stated so it does not warn about each; the Trainer sets mixed precision itself
+    processes = num_processes or _gpu_count() or 1
+    options = ["--num_processes", str(processes), "--num_machines", "1", "--mixed_precision", "no",
+               "--dynamo_backend", "no",
+               # accelerate's own default is one thread per process, which halves CPU training on two cores
+               "--num_cpu_threads_per_process", str(max(1, _cpu_threads() // processes))]
+    return options + (distributed_options() if processes > 1 else [])
+
+
+def _raise_failure(job_file: Path, status: int, command: list[str]) -> None:
+    """Raise the :class:`LaunchError` of a failed job: the worker's last traceback lines (``error.txt``), from the
+    disk error when the worker ran out of space."""
+    job_dir = job_file.parent
+    error, no_space = job_dir / "error.txt", (job_dir / "error.txt").with_suffix(NO_SPACE_SUFFIX)
+    cause = ("\n".join(error.read_text().splitlines()[-ERROR_LINES:]) if error.is_file()
+             else "the worker left no error report (killed, or it failed before running the job); see its output")
+    failure = LaunchError(f"training job {job_file} failed (exit status {status}):\n{cause}\n"
+                          f"command: {' '.join(command)}")
+    if no_space.exists():  # raised from the disk error, so the caller's one-line message names the folder
+        raise failure from OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(job_dir))
+    raise failure
 
 
 def one_worker(launch_args: list[str]) -> tuple[list[str], dict[str, str]] | None:

@@ -4,7 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from searchlab.params import ParamsError, flatten, load_params
+from searchlab.params import ParamsError, flatten, key_origins, load_params
+from searchlab.rl.config import RLParams
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -251,3 +252,41 @@ def test_key_origins_name_the_file_each_key_of_a_chain_comes_from(tmp_path):
     child = _write(tmp_path / "child.yaml", "extends: parent.yaml\nrl:\n  steps: 4\n")
     assert key_origins(child) == {"rl": (child, 2), "rl.steps": (child, 3), "rl.curriculum": (parent, 3)}
     assert key_origins(tmp_path / "absent.yaml") == {}
+
+
+def test_a_key_written_delete_removes_what_the_parent_sets_there(tmp_path):
+    """A child of the own-data example drops its inherited question file and benchmark, and a setting the parent
+    changed returns to the schema's default; the same works from --set."""
+    import shutil
+
+    root = Path(__file__).resolve().parents[2]
+    shutil.copytree(root / "params", tmp_path / "params")
+    parent = load_params(tmp_path / "params/own-data.yaml")
+    assert "geo" in parent.qa.files and "geo-test" in parent.eval.benchmarks
+    child = _write(tmp_path / "params/mine.yaml", "extends: own-data.yaml\n"
+                   "qa:\n  files:\n    geo: !delete\n    mine: {path: mine.jsonl}\n"
+                   "eval:\n  benchmarks:\n    geo-test: !delete\n    mine-test: {path: mine-test.jsonl}\n"
+                   "rl:\n  steps: !delete\n")
+    params = load_params(child)
+    assert list(params.qa.files) == ["mine"] and list(params.eval.benchmarks) == ["mine-test"]
+    assert parent.rl.steps != RLParams().steps and params.rl.steps == RLParams().steps
+    assert "qa.files.geo.path" not in key_origins(child)
+    same = load_params(tmp_path / "params/own-data.yaml", ["qa.files.geo=!delete", "qa.files.mine.path=mine.jsonl",
+                                                            "eval.benchmarks.geo-test=!delete",
+                                                            "eval.benchmarks.mine-test.path=mine-test.jsonl",
+                                                            "rl.steps=!delete"])
+    assert same == params
+
+
+def test_delete_of_a_key_no_parent_sets_is_refused_with_its_file_and_line(tmp_path):
+    _write(tmp_path / "parent.yaml", "rl:\n  steps: 5\n")
+    child = _write(tmp_path / "child.yaml", "extends: parent.yaml\nrl:\n  stepz: !delete\n")
+    with pytest.raises(ParamsError, match=r"child.yaml: rl.stepz \(line 3\): !delete removes a key the file it "
+                                          r"extends sets, but no file it extends sets rl.stepz"):
+        load_params(child)
+    alone = _write(tmp_path / "alone.yaml", "qa:\n  files:\n    geo: !delete\n")
+    with pytest.raises(ParamsError, match=r"alone.yaml: qa.files.geo \(line 3\)"):
+        load_params(alone)
+    with pytest.raises(ParamsError, match=r"override 'rl.nope=!delete': !delete removes a key the params set, "
+                                          r"but they do not set rl.nope"):
+        load_params(tmp_path / "parent.yaml", ["rl.nope=!delete"])
