@@ -20,7 +20,7 @@ import random
 from pathlib import Path
 
 from searchlab.corpus.kb import KB, passage_states
-from searchlab.jsonl import read_jsonl
+from searchlab.questions.record import QuestionRecord, read_questions
 
 
 def _satisfies(kb: KB, entity, c: dict) -> bool:
@@ -36,21 +36,21 @@ def _satisfies(kb: KB, entity, c: dict) -> bool:
     return False
 
 
-def unique_answer(kb: KB, q: dict) -> bool:
+def unique_answer(kb: KB, q: QuestionRecord) -> bool:
     """Re-derive the question's answer from the KB by scanning, and check it is the only one."""
-    cs = q["constraints"]
-    if q["type"] == "oblique":
-        target = kb[q["answer_entity"]]
+    cs = q.constraints
+    if q.type == "oblique":
+        target = kb[q.answer_entity]
         found = [e.id for e in kb.entities.values() if e.type == target.type and all(_satisfies(kb, e, c) for c in cs)]
         return found == [target.id]
-    if q["type"] == "compare":
-        a, b = (kb[e].facts[q["compare"]["predicate"]] for e in q["compare"]["options"])
+    if q.type == "compare":
+        a, b = (kb[e].facts[q.compare["predicate"]] for e in q.compare["options"])
         if len(a) != 1 or len(b) != 1 or a[0].value == b[0].value:
             return False
-        larger = q["compare"]["options"][0] if a[0].value > b[0].value else q["compare"]["options"][1]
-        smaller = q["compare"]["options"][1] if larger == q["compare"]["options"][0] else q["compare"]["options"][0]
-        return kb[larger if q["compare"]["direction"] == "max" else smaller].name == q["answers"][0]
-    named = [e for e in kb.entities.values() if e.name == kb[q["mentions"][0]].name]
+        larger = q.compare["options"][0] if a[0].value > b[0].value else q.compare["options"][1]
+        smaller = q.compare["options"][1] if larger == q.compare["options"][0] else q.compare["options"][0]
+        return kb[larger if q.compare["direction"] == "max" else smaller].name == q.answers[0]
+    named = [e for e in kb.entities.values() if e.name == kb[q.mentions[0]].name]
     if len(named) != 1:
         return False
     entity = named[0]
@@ -59,12 +59,12 @@ def unique_answer(kb: KB, q: dict) -> bool:
         if len(facts) != 1 or facts[0].value != c["value"]:
             return False
         entity = kb[c["value"]] if facts[0].relation and c is not cs[-1] else entity
-    return kb.value_text(facts[0]) == q["answers"][0]
+    return kb.value_text(facts[0]) == q.answers[0]
 
 
-def matched(kb: KB, q: dict) -> bool:
-    checks = [(c["subject"], c["passage"], c["value_text"]) for c in q["constraints"]]
-    checks += [(c["via"]["subject"], c["via"]["passage"], c["via"]["value_text"]) for c in q["constraints"] if c["via"]]
+def matched(kb: KB, q: QuestionRecord) -> bool:
+    checks = [(c["subject"], c["passage"], c["value_text"]) for c in q.constraints]
+    checks += [(c["via"]["subject"], c["via"]["passage"], c["via"]["value_text"]) for c in q.constraints if c["via"]]
     return all(passage_states(kb.passages.get(p), kb[s].name, text) for s, p, text in checks)
 
 
@@ -75,12 +75,13 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     kb = KB.load(args.data / "corpus")
-    kept = [r for name in ("train.jsonl", "dev.jsonl", "heldout.jsonl") for r in read_jsonl(args.data / "qa" / name)]
+    kept = [r for name in ("train.jsonl", "dev.jsonl", "heldout.jsonl")
+            for r in read_questions(args.data / "qa" / name)]
     sample = random.Random(args.seed).sample(kept, min(args.n, len(kept)))
     unique = sum(unique_answer(kb, q) for q in sample)
     evidence = sum(matched(kb, q) for q in sample)
-    types = sorted({q["type"] for q in sample})
-    by_type = ", ".join(f"{t} {sum(q['type'] == t for q in sample)}" for t in types)
+    types = sorted({q.type for q in sample})
+    by_type = ", ".join(f"{t} {sum(q.type == t for q in sample)}" for t in types)
     print(f"sample of {len(sample)} kept questions ({by_type}):")
     print(f"  answer unique in the KB (brute-force scan): {unique}/{len(sample)} = {unique / len(sample):.0%}")
     print(f"  every constraint matched to a passage that states it: {evidence}/{len(sample)} = "

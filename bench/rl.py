@@ -113,6 +113,7 @@ def main() -> None:
     from searchlab.agent.rollout import rollout
     from searchlab.agent.text import encode_completion, encode_prompt
     from searchlab.jsonl import read_jsonl
+    from searchlab.questions.record import read_questions
     from searchlab.model import load_model
     from searchlab.params import load_params
     from searchlab.retrieval import open_retriever
@@ -162,9 +163,9 @@ def main() -> None:
 
         # rollout tokens/s against plain generate, same model, prompts, batch and sampling
         model, tokenizer = load_model(str(data / "sft"), device="cpu")
-        questions = Curriculum(list(read_jsonl(data / "qa/train.jsonl")), [], rl.seed, 1).select(
+        questions = Curriculum(read_questions(data / "qa/train.jsonl"), [], rl.seed, 1).select(
             0, rl.questions_per_step)
-        batch = [q["question"] for q in questions for _ in range(rl.num_generations)]
+        batch = [q.question for q in questions for _ in range(rl.num_generations)]
         params = training_rollout_params(p.rollout, rl, 0, len(batch))
 
         def timed(call):

@@ -63,6 +63,7 @@ def rollout_figures(folder: str, questions: list[dict], rollout_params, retrieve
                     bandwidth: float) -> dict:
     from searchlab.agent.rollout import rollout
     from searchlab.agent.samples import protocol_rates
+    from searchlab.questions.record import QuestionRecord
     from searchlab.model import load_model
 
     model, tokenizer = load_model(folder, dtype="float32")
@@ -74,7 +75,8 @@ def rollout_figures(folder: str, questions: list[dict], rollout_params, retrieve
     bytes_per_weight = 2 if rollout_params.decode_dtype == "bfloat16" else 4
     bound = rollout_params.batch_size * bandwidth * 1e9 / (weight_bytes * bytes_per_weight)
     digest = hashlib.sha256("\x00".join(e.completion for e in episodes).encode()).hexdigest()[:12]
-    rates = protocol_rates(episodes, [{"answers": q["golden_answers"]} for q in questions])
+    rates = protocol_rates(episodes, [QuestionRecord(id=q["id"], question=q["question"], answers=q["golden_answers"])
+                                      for q in questions])
     return {"seconds": round(seconds, 1), "generated_tokens": generated,
             "generated_tokens_per_s": round(generated / seconds, 1), "bound_tokens_per_s": round(bound),
             "share_of_bound": round(generated / seconds / bound, 3), "digest": digest,

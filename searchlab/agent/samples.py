@@ -20,17 +20,18 @@ from searchlab.agent.episode import Rollout
 from searchlab.agent.protocol import copies_the_prompt, parse_trajectory
 from searchlab.agent.rollout import rollout
 from searchlab.jsonl import write_jsonl
+from searchlab.questions.record import QuestionRecord, present
 from searchlab.scoring import exact_match
 
 
-def spread_sample(questions: Sequence[dict], n: int, seed: int) -> list[dict]:
+def spread_sample(questions: Sequence[QuestionRecord], n: int, seed: int) -> list[QuestionRecord]:
     """Up to ``n`` of ``questions``, taken in turn from each ``type`` (shuffled with ``seed``), so every type shows."""
-    by_type: dict[str, list[dict]] = defaultdict(list)
+    by_type: dict[str, list[QuestionRecord]] = defaultdict(list)
     for q in questions:
-        by_type[q.get("type", "")].append(q)
+        by_type[present(q.type) or ""].append(q)
     rng = random.Random(seed)
     pools = [rng.sample(group, len(group)) for _, group in sorted(by_type.items())]
-    picked: list[dict] = []
+    picked: list[QuestionRecord] = []
     while len(picked) < n and any(pools):
         for pool in pools:
             if pool and len(picked) < n:
@@ -72,32 +73,33 @@ def protocol_shares(episodes: Sequence[Rollout]) -> dict[str, float]:
     }
 
 
-def protocol_rates(episodes: Sequence[Rollout], questions: Sequence[dict]) -> dict[str, float]:
+def protocol_rates(episodes: Sequence[Rollout], questions: Sequence[QuestionRecord]) -> dict[str, float]:
     """:func:`protocol_shares`, the share that found the evidence and the share that got EM.
 
     ``found_evidence``: the searches returned every evidence passage
-    (``question["evidence"]``), among the questions whose evidence is known (left out when none's is).
+    (the question's ``evidence``), among the questions whose evidence is known (left out when none's is).
     """
     n = len(episodes)
     if n == 0 or n != len(questions):
         raise ValueError(f"got {n} episodes for {len(questions)} questions")
-    found = [found_evidence(e, q.get("evidence")) for e, q in zip(episodes, questions)]
+    found = [found_evidence(e, present(q.evidence)) for e, q in zip(episodes, questions)]
     known = [flag for flag in found if flag is not None]
     return {
         **protocol_shares(episodes),
         **({"found_evidence": round(sum(known) / len(known), 4)} if known else {}),
-        "exact_match": round(sum(exact_match(e.answer or "", q["answers"])
+        "exact_match": round(sum(exact_match(e.answer or "", q.answers)
                                  for e, q in zip(episodes, questions)) / n, 4),
     }
 
 
-def trajectory_record(episode: Rollout, question: dict) -> dict:
+def trajectory_record(episode: Rollout, question: QuestionRecord) -> dict:
     """One JSON-ready line: the question, gold answers, what the agent did and whether it worked."""
+    evidence = present(question.evidence)
     return {
-        "id": question.get("id"), "type": question.get("type"), "question": episode.question,
-        "answers": question["answers"], "prediction": episode.answer,
-        "exact_match": exact_match(episode.answer or "", question["answers"]),
-        "found_evidence": found_evidence(episode, question.get("evidence")), "evidence": question.get("evidence"),
+        "id": question.id, "type": present(question.type), "question": episode.question,
+        "answers": question.answers, "prediction": episode.answer,
+        "exact_match": exact_match(episode.answer or "", question.answers),
+        "found_evidence": found_evidence(episode, evidence), "evidence": evidence,
         "searches": episode.searches, "retrieved": episode.retrieved, "turns": episode.turns,
         "generated_tokens": episode.generated_tokens, "problems": parse_trajectory(episode.completion).problems(),
         "completion": episode.completion,
@@ -120,14 +122,14 @@ def render_markdown(records: Sequence[dict], title: str) -> str:
     return "\n".join(lines)
 
 
-def write_samples(model: Any, tokenizer: Any, retriever: Any, questions: Sequence[dict], params, out_dir: Path,
-                  title: str) -> dict[str, float]:
+def write_samples(model: Any, tokenizer: Any, retriever: Any, questions: Sequence[QuestionRecord], params,
+                  out_dir: Path, title: str) -> dict[str, float]:
     """Roll the agent out on ``questions``; write ``samples.jsonl`` and ``samples.md`` to ``out_dir``; the rates.
 
     ``params`` are the :class:`~searchlab.params.RolloutParams`; the result is
     :func:`protocol_rates` of the episodes.
     """
-    episodes = rollout(model, tokenizer, retriever, [q["question"] for q in questions], params)
+    episodes = rollout(model, tokenizer, retriever, [q.question for q in questions], params)
     records = [trajectory_record(e, q) for e, q in zip(episodes, questions)]
     write_jsonl(out_dir / "samples.jsonl", records)
     (out_dir / "samples.md").write_text(render_markdown(records, title))

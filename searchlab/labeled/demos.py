@@ -29,6 +29,7 @@ from collections.abc import Sequence
 
 from searchlab.agent.protocol import DemoStep, instruction, render_demonstration
 from searchlab.corpus.importers import split_contents
+from searchlab.questions.record import QuestionRecord, present
 from searchlab.retrieval.base import Retriever
 from searchlab.scoring import cover_exact_match, normalize_answer
 
@@ -72,9 +73,9 @@ def demonstration(steps: Sequence[DemoStep], answers: Sequence[str]) -> str | No
     return None
 
 
-def supporting_titles(record: dict) -> list[str]:
+def supporting_titles(record: QuestionRecord) -> list[str]:
     """The titles a question file names as the question's supporting passages (see the module docstring)."""
-    metadata = record.get("metadata") or {}
+    metadata = present(record.metadata) or {}
     titles = metadata.get("supporting_titles") if isinstance(metadata, dict) else None
     # a title with markup could not be written inside the protocol's tags: it is not searched
     return [t for t in titles if isinstance(t, str) and t.strip() and "<" not in t] if isinstance(titles, list) else []
@@ -93,9 +94,9 @@ def next_query(question: str, titles: Sequence[str], steps: Sequence[DemoStep]) 
     return next((title for title in left if title not in shown), left[0] if left else None)
 
 
-def labeled_demonstrations(records: Sequence[dict], retriever: Retriever, topk: int,
+def labeled_demonstrations(stored: Sequence[tuple[str, QuestionRecord]], retriever: Retriever, topk: int,
                            max_searches: int = 3) -> tuple[list[dict], dict]:
-    """The solver demonstrations of ``records`` (the qa stage's stored questions with their ``split``) in
+    """The solver demonstrations of ``stored`` (the qa stage's stored questions, each after its split) in
     ``demos.jsonl``'s shape, each of at most ``max_searches`` searches, and counts: questions, demonstrations,
     their share, those that needed a follow-up search, and the questions without one by reason
     (``answer_in_question``: the query would contain the answer, which synthesis refuses too; ``not_retrieved``)."""
@@ -103,16 +104,17 @@ def labeled_demonstrations(records: Sequence[dict], retriever: Retriever, topk: 
     # each question's searches so far; a question is done when its completion is made or it has no search left
     plans: dict[int, list[DemoStep]] = {}
     titles: dict[int, list[str]] = {}
+    records = [record for _, record in stored]
     for i, record in enumerate(records):
-        if cover_exact_match(record["question"], record["answers"]):
+        if cover_exact_match(record.question, record.answers):
             missed["answer_in_question"] += 1
             continue
         plans[i] = []
-        titles[i] = [t for t in supporting_titles(record) if not cover_exact_match(t, record["answers"])]
+        titles[i] = [t for t in supporting_titles(record) if not cover_exact_match(t, record.answers)]
     completions: dict[int, str] = {}
     while True:
         queries = {i: query for i in plans if i not in completions and len(plans[i]) < max_searches
-                   and (query := next_query(records[i]["question"], titles[i], plans[i])) is not None}
+                   and (query := next_query(records[i].question, titles[i], plans[i])) is not None}
         if not queries:
             break
         pending = list(queries)
@@ -122,13 +124,13 @@ def labeled_demonstrations(records: Sequence[dict], retriever: Retriever, topk: 
                 query = queries[i]
                 think = SEARCH_THINK if not plans[i] else FOLLOW_UP_THINK.format(title=query)
                 plans[i].append(DemoStep(think=think, query=query, hits=hits))
-                completion = demonstration(plans[i], records[i]["answers"])
+                completion = demonstration(plans[i], records[i].answers)
                 if completion is not None:
                     completions[i] = completion
     missed["not_retrieved"] += sum(i not in completions for i in plans)
-    demos = [{"id": r["id"], "split": r["split"], "type": r["type"], "question": r["question"],
-              "answers": r["answers"], "role": "solver", "prompt": instruction(r["question"]),
-              "completion": completions[i]} for i, r in enumerate(records) if i in completions]
+    demos = [{"id": r.id, "split": split, "type": r.type, "question": r.question, "answers": r.answers,
+              "role": "solver", "prompt": instruction(r.question), "completion": completions[i]}
+             for i, (split, r) in enumerate(stored) if i in completions]
     counts = {"questions": len(records), "demos": len(demos),
               "demo_share": round(len(demos) / len(records), 4) if records else 0.0,
               "demos_with_follow_up": sum(len(plans[i]) > 1 for i in completions),

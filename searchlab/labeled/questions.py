@@ -106,7 +106,7 @@ def import_questions(qa: QAParams, benchmarks: dict[str, QuestionFileParams], ro
                                    f"{train_name} are in eval.benchmarks.{bench_name} (e.g. {first.id}: "
                                    f"{first.question!r}); set qa.on_overlap: drop to train without them")
             dropped_ids.update((train_name, q.id) for q, _ in found)
-    splits: dict[str, list[dict]] = {"train": [], "dev": []}
+    splits: dict[str, list[QuestionRecord]] = {"train": [], "dev": []}
     seen: set[str] = set()
     duplicates = 0
     for name, questions in train_files.items():
@@ -123,12 +123,12 @@ def import_questions(qa: QAParams, benchmarks: dict[str, QuestionFileParams], ro
     if not splits["train"]:
         raise ValueError(f"qa.files: no training question left of {sum(map(len, train_files.values()))} read "
                          f"({len(dropped_ids)} also in evaluated benchmarks, {duplicates} duplicates, the rest dev)")
-    write_jsonl(out_dir / "train.jsonl", splits["train"])
-    write_jsonl(out_dir / "dev.jsonl", splits["dev"])
+    write_jsonl(out_dir / "train.jsonl", [q.to_json() for q in splits["train"]])
+    write_jsonl(out_dir / "dev.jsonl", [q.to_json() for q in splits["dev"]])
     write_jsonl(out_dir / "heldout.jsonl", [])
     demo_counts = {}
     if retriever is not None:
-        stored = [{**record, "split": split} for split in ("train", "dev") for record in splits[split]]
+        stored = [(split, record) for split in ("train", "dev") for record in splits[split]]
         demos, demo_counts = labeled_demonstrations(stored, retriever, qa.demos.topk, qa.demos.max_searches)
         write_jsonl(out_dir / "demos.jsonl", demos)
     report = {"files": {name: len(qs) for name, qs in train_files.items()}, "pairs": pairs,
@@ -142,9 +142,9 @@ def import_questions(qa: QAParams, benchmarks: dict[str, QuestionFileParams], ro
     return counts
 
 
-def _record(name: str, q: QuestionRecord) -> dict:
-    """The stored line of a question read from file ``name`` (its type and source): evidence and bucket unknown."""
-    return replace(q, type=name, evidence=None, features={"bucket": None}, source=name).to_json()
+def _record(name: str, q: QuestionRecord) -> QuestionRecord:
+    """The stored record of a question read from file ``name`` (its type and source): evidence and bucket unknown."""
+    return replace(q, type=name, evidence=None, features={"bucket": None}, source=name)
 
 
 def datasheet(report: dict, train: int, dev: int, demos: dict | None = None) -> str:

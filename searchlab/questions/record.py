@@ -1,4 +1,5 @@
-"""The question record: one question as the qa stage stores it and the stages after it read it.
+"""The question record: one question as the qa stage stores it and the stages after it read it
+(:func:`read_questions`): the only in-memory form of a question, whichever producer made it.
 
 Three producers fill it:
 
@@ -18,9 +19,11 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field, fields
+from pathlib import Path
 from typing import Any, Literal, get_args
 
-__all__ = ["ABSENT", "BUCKETS", "QUESTION_TYPES", "Absent", "Bucket", "QuestionRecord", "QuestionType"]
+__all__ = ["ABSENT", "BUCKETS", "QUESTION_TYPES", "Absent", "Bucket", "QuestionRecord", "QuestionType", "present",
+           "read_questions"]
 
 #: A synthesized question's ``type``: how it was built (an imported one's type is its file's name).
 QuestionType = Literal["single", "bridge", "compare", "compose", "oblique"]
@@ -71,6 +74,8 @@ class QuestionRecord:
     compare: dict | None | Absent = _absent()  # a comparison's {"predicate", "direction", "options"}; else None
     features: dict | Absent = _absent()  # difficulty features and the curriculum's "bucket" (None: not measured)
     source: str | Absent = _absent()  # imported: the qa.files name the question was read from
+    derived_from: str | Absent = _absent()  # an rl clpo rewrite: the id of the question it rewrites
+    restructure: str | Absent = _absent()  # an rl clpo rewrite: how ("easier", "rephrased")
     metadata: dict | Absent = ABSENT  # a file's keys besides the question's own (imported, benchmarks)
     where: str = field(default="", compare=False)  # not stored: "<file>: line N" (record N, row N) it was read from
 
@@ -85,6 +90,25 @@ class QuestionRecord:
         TypeError)."""
         return cls(**record)
 
+    @property
+    def bucket(self) -> str | None:
+        """The difficulty bucket (``features["bucket"]``); None when it is not known."""
+        return None if self.features is ABSENT else self.features.get("bucket")
+
     def to_flashrag(self) -> dict[str, Any]:
         """The record as a FlashRAG benchmark line, ``{id, question, golden_answers, metadata}``."""
         return {"id": self.id, "question": self.question, "golden_answers": self.answers, "metadata": self.metadata}
+
+
+def present(value: Any) -> Any:
+    """``value``, or None for a field the record does not have (:data:`ABSENT`): what a record's optional field
+    reads as where None means "not known" (a question's evidence, its type)."""
+    return None if value is ABSENT else value
+
+
+def read_questions(path: Path) -> list[QuestionRecord]:
+    """The question records of a file the qa stage (or the rl stage's gathering) wrote: ``train.jsonl``,
+    ``dev.jsonl``, ``heldout.jsonl``, ``questions.jsonl``."""
+    from searchlab.jsonl import read_jsonl
+
+    return [QuestionRecord.from_json(line) for line in read_jsonl(path)]

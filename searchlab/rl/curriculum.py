@@ -1,7 +1,7 @@
 """Curricula for the rl stage: which questions each optimizer step rolls out, and how noisy retrieval is.
 
-At every step the trainer asks :meth:`Curriculum.select` for ``n`` training questions (dicts as the qa stage
-writes them to ``train.jsonl``), rolls each out as a group, and reports back per question the group's mean
+At every step the trainer asks :meth:`Curriculum.select` for ``n`` training questions (the records the qa stage
+writes to ``train.jsonl``), rolls each out as a group, and reports back per question the group's mean
 success (exact match, in [0, 1]) and mean absolute advantage with :meth:`Curriculum.update`. The curriculum
 is built from named parts (``kinds``, the ``rl.curriculum`` list), any subset of the following, each a small
 class below built from its own params section (``rl.difficulty``, ``rl.sec``, ``rl.noise``, ``rl.clpo``, which
@@ -39,10 +39,11 @@ allows). Selection is a function of ``(seed, step, state)`` only: each step has 
 seeded from ``"{seed}/{step}"``, so what earlier steps drew does not matter, and :meth:`Curriculum.state_dict`
 is plain JSON, so a killed run resumes identically.
 
->>> qs = [{"id": "a", "type": "single", "features": {"bucket": "easy"}},
-...       {"id": "b", "type": "bridge", "features": {"bucket": "hard"}}]
+>>> from searchlab.questions.record import QuestionRecord
+>>> qs = [QuestionRecord(id="a", type="single", question="A?", answers=["x"], features={"bucket": "easy"}),
+...       QuestionRecord(id="b", type="bridge", question="B?", answers=["y"], features={"bucket": "hard"})]
 >>> c = Curriculum(qs, ["difficulty"], seed=0, total_steps=10, replay=0.0)
->>> [q["id"] for q in c.select(0, 3)]
+>>> [q.id for q in c.select(0, 3)]
 ['a', 'a', 'a']
 """
 
@@ -57,7 +58,7 @@ from typing import get_args
 from pydantic import ValidationError
 
 from searchlab.config import Section
-from searchlab.questions.record import BUCKETS
+from searchlab.questions.record import BUCKETS, QuestionRecord, present
 from searchlab.rl.config import (
     CLPOParams,
     CurriculumKind,
@@ -110,17 +111,12 @@ def _check_probability(name: str, value: float) -> None:
         raise ValueError(f"{name} must lie in [0, 1], got {value}")
 
 
-def _bucket(question: dict) -> str | None:
-    """The difficulty bucket the qa stage recorded for ``question`` (``features["bucket"]``), if any."""
-    return (question.get("features") or {}).get("bucket")
-
-
-def _require_buckets(questions: list[dict]) -> None:
+def _require_buckets(questions: list[QuestionRecord]) -> None:
     """Raise ``ValueError`` unless every question has a known bucket: the difficulty and sec parts sort questions
     by bucket, and a question without one would silently never be drawn."""
     for q in questions:
-        if _bucket(q) not in BUCKETS:
-            raise ValueError(f"question {q.get('id')!r} has bucket {_bucket(q)!r}; the difficulty and "
+        if q.bucket not in BUCKETS:
+            raise ValueError(f"question {q.id!r} has bucket {q.bucket!r}; the difficulty and "
                              f"sec curricula need features['bucket'] in {BUCKETS}")
 
 
@@ -159,7 +155,7 @@ class Part:
     """One part of a curriculum: what it learns from each step's outcomes, logs and saves. The defaults do
     nothing, so a part overrides only what it takes part in; a choosing part also has ``select(rng, n)``."""
 
-    def update(self, step: int, questions: list[dict], success: list[float], advantage: list[float]) -> None:
+    def update(self, step: int, questions: list[QuestionRecord], success: list[float], advantage: list[float]) -> None:
         """Take in step ``step``'s outcomes (already checked by :meth:`Curriculum.update`)."""
 
     def metrics(self) -> dict[str, float]:
@@ -180,10 +176,10 @@ class Uniform(Part):
     """No curriculum: a step's questions are a uniform sample of the training questions, distinct while there are
     enough of them (a step of as many questions as the pool trains on every one), else drawn with replacement."""
 
-    def __init__(self, questions: list[dict]):
+    def __init__(self, questions: list[QuestionRecord]):
         self.questions = questions
 
-    def select(self, rng: random.Random, n: int) -> list[dict]:
+    def select(self, rng: random.Random, n: int) -> list[QuestionRecord]:
         if n <= len(self.questions):
             return rng.sample(self.questions, n)
         return [rng.choice(self.questions) for _ in range(n)]
@@ -194,12 +190,13 @@ class Difficulty(Part):
     current-level successes whose mean reaches ``advance_at``; a share ``replay`` of draws revisits an earlier
     level so the easy skills are not forgotten. With :class:`SEC` beside it, it only gates SEC's arms."""
 
-    def __init__(self, questions: list[dict], params: DifficultyCurriculumParams):
+    def __init__(self, questions: list[QuestionRecord], params: DifficultyCurriculumParams):
         _require_buckets(questions)
         self.params = params
-        self.by_bucket: dict[str, list[dict]] = {}  # in input order: draws depend only on the list, seed and step
+        # in input order: draws depend only on the list, seed and step
+        self.by_bucket: dict[str, list[QuestionRecord]] = {}
         for q in questions:
-            self.by_bucket.setdefault(_bucket(q), []).append(q)
+            self.by_bucket.setdefault(q.bucket, []).append(q)
         self.levels = [b for b in BUCKETS if b in self.by_bucket]
         self.level = 0
         self.recent: list[float] = []  # the sliding window of current-level successes
@@ -208,22 +205,22 @@ class Difficulty(Part):
         """The buckets of the current level and those before it."""
         return set(self.levels[:self.level + 1])
 
-    def select(self, rng: random.Random, n: int) -> list[dict]:
+    def select(self, rng: random.Random, n: int) -> list[QuestionRecord]:
         return [self._draw(rng) for _ in range(n)]
 
-    def _draw(self, rng: random.Random) -> dict:
+    def _draw(self, rng: random.Random) -> QuestionRecord:
         """One question of the current level, or with probability ``replay`` of a uniformly chosen earlier one."""
         bucket = self.levels[self.level]
         if self.level > 0 and self.params.replay > 0 and rng.random() < self.params.replay:
             bucket = self.levels[rng.randrange(self.level)]
         return rng.choice(self.by_bucket[bucket])
 
-    def update(self, step: int, questions: list[dict], success: list[float], advantage: list[float]) -> None:
+    def update(self, step: int, questions: list[QuestionRecord], success: list[float], advantage: list[float]) -> None:
         """Slide the current level's successes into the window (replayed easier questions say nothing about the
         current level); advance when it is full and good enough."""
         window, advance_at = self.params.window, self.params.advance_at
         for q, s in zip(questions, success):
-            if _bucket(q) != self.levels[self.level]:
+            if q.bucket != self.levels[self.level]:
                 continue
             self.recent.append(float(s))
             del self.recent[:-window]
@@ -255,12 +252,12 @@ class SEC(Part):
     questions teach: ``reward`` advantage (the group's mean |advantage|, SEC's choice) or learnability (4p(1 - p)
     of the group's success rate p). ``gate``: the difficulty part, whose unlocked levels bound the arms drawn."""
 
-    def __init__(self, questions: list[dict], params: SECParams, gate: Difficulty | None = None):
+    def __init__(self, questions: list[QuestionRecord], params: SECParams, gate: Difficulty | None = None):
         _require_buckets(questions)
         self.params, self.gate = params, gate
-        self.by_arm: dict[Arm, list[dict]] = {}  # in input order, as Difficulty.by_bucket
+        self.by_arm: dict[Arm, list[QuestionRecord]] = {}  # in input order, as Difficulty.by_bucket
         for q in questions:
-            self.by_arm.setdefault((q["type"], _bucket(q)), []).append(q)
+            self.by_arm.setdefault((q.type, q.bucket), []).append(q)
         # Sorted by (type, bucket order) so the softmax and the metrics list arms in a stable order.
         self.arms: list[Arm] = sorted(self.by_arm, key=lambda a: (a[0], BUCKETS.index(a[1])))
         self.q_values: dict[Arm, float] = {arm: 0.0 for arm in self.arms}
@@ -272,21 +269,21 @@ class SEC(Part):
         unlocked = self.gate.unlocked()
         return [a for a in self.arms if a[1] in unlocked]
 
-    def select(self, rng: random.Random, n: int) -> list[dict]:
+    def select(self, rng: random.Random, n: int) -> list[QuestionRecord]:
         """``n`` questions, each from an arm drawn with probabilities ``softmax(Q / temperature)``."""
         arms = self.open_arms()
         probabilities = _softmax([self.q_values[a] for a in arms], self.params.temperature)
         drawn = rng.choices(arms, weights=probabilities, k=n)
         return [rng.choice(self.by_arm[arm]) for arm in drawn]
 
-    def update(self, step: int, questions: list[dict], success: list[float], advantage: list[float]) -> None:
+    def update(self, step: int, questions: list[QuestionRecord], success: list[float], advantage: list[float]) -> None:
         """TD(0) on each arm drawn this step: ``Q <- Q + alpha * (r - Q)``, r = the mean of its questions' rewards."""
         values = [4 * s * (1 - s) for s in success] if self.params.reward == "learnability" else advantage
         rewards: dict[Arm, list[float]] = {}
         for q, a in zip(questions, values):
-            arm = (q["type"], _bucket(q))
+            arm = (q.type, q.bucket)
             if arm not in self.q_values:
-                raise ValueError(f"question {q.get('id')!r} is of arm {_arm_name(arm)!r}, "
+                raise ValueError(f"question {q.id!r} is of arm {_arm_name(arm)!r}, "
                                  "which is not among this curriculum's questions")
             rewards.setdefault(arm, []).append(float(a))
         for arm, arm_values in rewards.items():
@@ -318,7 +315,8 @@ class CLPO(Part):
     rewrites (see the module docstring). ``seed`` seeds the rewrites; ``restructurer`` builds them (required
     when ``params`` turns restructuring or diversifying on)."""
 
-    def __init__(self, questions: list[dict], params: CLPOParams, seed: int, restructurer: Restructurer | None):
+    def __init__(self, questions: list[QuestionRecord], params: CLPOParams, seed: int,
+                 restructurer: Restructurer | None):
         # rl's schema checks the thresholds too, but a CLPOParams on its own cannot: it has no cross-field check
         if params.too_hard_at >= params.mastered_at:
             raise ValueError(f"clpo too_hard_at ({params.too_hard_at}) must lie below mastered_at "
@@ -330,14 +328,14 @@ class CLPO(Part):
 
     def _reset(self) -> None:
         """The state at the start of a run: the pool is the training questions, nothing classified yet."""
-        self.pool: list[dict] = list(self.questions)  # the training questions, then the rewrites in order of adding
-        self.by_id: dict[str, dict] = {q.get("id"): q for q in self.pool}
-        self.texts: set[str] = {normalize_answer(q.get("question")) for q in self.pool}  # refuses duplicate rewrites
+        self.pool: list[QuestionRecord] = list(self.questions)  # the training questions, then the rewrites added
+        self.by_id: dict[str, QuestionRecord] = {q.id: q for q in self.pool}
+        self.texts: set[str] = {normalize_answer(q.question) for q in self.pool}  # refuses duplicate rewrites
         # per question id: its last group success, its status (MASTERED, ...), the rewrites tried (each once)
         self.verdicts: dict[str, dict] = {}
-        self.restructured: list[dict] = []  # every rewrite tried, verified or not: restructured.jsonl's rows
+        self.restructured: list[QuestionRecord] = []  # every rewrite tried, verified or not: restructured.jsonl's rows
 
-    def select(self, rng: random.Random, n: int) -> list[dict]:
+    def select(self, rng: random.Random, n: int) -> list[QuestionRecord]:
         """``n`` questions of the pool, a mastered one with weight ``mastered_weight`` and any other with 1.
 
         When every question is mastered and that weight is 0 the draw is uniform: the run goes on rather than
@@ -348,12 +346,12 @@ class CLPO(Part):
             weights = None
         return rng.choices(self.pool, weights=weights, k=n)
 
-    def _weight(self, q: dict) -> float:
+    def _weight(self, q: QuestionRecord) -> float:
         """A pool question's draw weight: ``mastered_weight`` once mastered, else 1."""
-        verdict = self.verdicts.get(q["id"])
+        verdict = self.verdicts.get(q.id)
         return self.params.mastered_weight if verdict and verdict["status"] == MASTERED else 1.0
 
-    def update(self, step: int, questions: list[dict], success: list[float], advantage: list[float]) -> None:
+    def update(self, step: int, questions: list[QuestionRecord], success: list[float], advantage: list[float]) -> None:
         """Classify each question by its mean group success this step, then rewrite the too-hard and in-reach ones.
 
         A question drawn twice in a step is judged on the mean of its groups. Questions are handled in the order
@@ -361,9 +359,9 @@ class CLPO(Part):
         """
         results: dict[str, list[float]] = {}
         for q, s in zip(questions, success):
-            if q["id"] not in self.by_id:
-                raise ValueError(f"question {q['id']!r} is not in this curriculum's pool")
-            results.setdefault(q["id"], []).append(float(s))
+            if q.id not in self.by_id:
+                raise ValueError(f"question {q.id!r} is not in this curriculum's pool")
+            results.setdefault(q.id, []).append(float(s))
         for qid, values in results.items():
             s = sum(values) / len(values)
             verdict = self.verdicts.setdefault(qid, {"tried": []})
@@ -377,40 +375,40 @@ class CLPO(Part):
             return MASTERED
         return TOO_HARD if success <= self.params.too_hard_at else IN_REACH
 
-    def _rewrite(self, step: int, q: dict, verdict: dict) -> None:
+    def _rewrite(self, step: int, q: QuestionRecord, verdict: dict) -> None:
         """Try the rewrite the question's class calls for, once per question: easier for a too-hard multi-hop
         one, a rephrasing for one in reach (not for a rephrasing: that would only pile up wordings)."""
-        if verdict["status"] == TOO_HARD and self.params.restructure and q.get("hops", 1) >= 2:
+        if verdict["status"] == TOO_HARD and self.params.restructure and (present(q.hops) or 1) >= 2:
             kind = EASIER
-        elif verdict["status"] == IN_REACH and self.params.diversify and q.get("restructure") != REPHRASED:
+        elif verdict["status"] == IN_REACH and self.params.diversify and q.restructure != REPHRASED:
             kind = REPHRASED
         else:
             return
         if kind in verdict["tried"]:
             return
         verdict["tried"].append(kind)
-        seed = f"{self.seed}/{step}/{q['id']}"
+        seed = f"{self.seed}/{step}/{q.id}"
         make = self.restructurer.easier if kind == EASIER else self.restructurer.rephrase
         self._take(step, q, make(q, seed, self.texts))
 
-    def _take(self, step: int, source: dict, result: Restructured) -> None:
+    def _take(self, step: int, source: QuestionRecord, result: Restructured) -> None:
         """Log a rewrite and, when it verified, add it to the pool; a question that is no candidate (no chain of
         hops to rewrite) is left out of the log, which would otherwise fill with comparisons."""
         if result.reason in NO_CANDIDATE:
             return
         new = result.question
-        self.restructured.append({"step": step, "source_id": source["id"], "source_question": source["question"],
-                                  "id": new["id"] if new else None, "question": new["question"] if new else None,
-                                  "answers": new["answers"] if new else None, "kind": result.kind,
+        self.restructured.append({"step": step, "source_id": source.id, "source_question": source.question,
+                                  "id": new.id if new else None, "question": new.question if new else None,
+                                  "answers": new.answers if new else None, "kind": result.kind,
                                   "verified": result.verified, "reason": result.reason})
         if result.verified:
             self._add(new)
 
-    def _add(self, q: dict) -> None:
+    def _add(self, q: QuestionRecord) -> None:
         """Put a verified rewrite into the pool."""
         self.pool.append(q)
-        self.by_id[q["id"]] = q
-        self.texts.add(normalize_answer(q["question"]))
+        self.by_id[q.id] = q
+        self.texts.add(normalize_answer(q.question))
 
     def metrics(self) -> dict[str, float]:
         """Counts so far: questions now mastered and too hard, rewrites tried by kind, verified, pool size."""
@@ -425,7 +423,8 @@ class CLPO(Part):
 
     def state(self) -> dict:
         # a deep copy: later steps must not change a state already handed out
-        return {"clpo": json.loads(json.dumps({"verdicts": self.verdicts, "added": self.pool[len(self.questions):],
+        return {"clpo": json.loads(json.dumps({"verdicts": self.verdicts,
+                                               "added": [q.to_json() for q in self.pool[len(self.questions):]],
                                                "restructured": self.restructured}))}
 
     def loader(self, state: dict) -> Commit:
@@ -435,12 +434,13 @@ class CLPO(Part):
             raise ValueError("the state was saved without the clpo curriculum, which this one has; it cannot "
                              "continue that run")
         saved = json.loads(json.dumps(state["clpo"]))  # a copy: the caller's dict stays its own
-        known = {q.get("id") for q in self.questions}
+        saved["added"] = [QuestionRecord.from_json(q) for q in saved["added"]]
+        known = {q.id for q in self.questions}
         for q in saved["added"]:
-            if q.get("derived_from") not in known:
-                raise ValueError(f"state adds {q.get('id')!r}, derived from {q.get('derived_from')!r}, which is not "
+            if q.derived_from not in known:
+                raise ValueError(f"state adds {q.id!r}, derived from {q.derived_from!r}, which is not "
                                  "among this curriculum's questions")
-            known.add(q.get("id"))
+            known.add(q.id)
         unknown = [qid for qid in saved["verdicts"] if qid not in known]
         if unknown:
             raise ValueError(f"state has verdicts on {unknown[:3]}, which are not among this curriculum's questions")
@@ -483,7 +483,7 @@ class Curriculum:
     them learn from each step's outcomes, add their metrics and keep their state.
     """
 
-    def __init__(self, questions: list[dict], kinds: Sequence[str], seed: int, total_steps: int, *,
+    def __init__(self, questions: list[QuestionRecord], kinds: Sequence[str], seed: int, total_steps: int, *,
                  difficulty: DifficultyCurriculumParams | None = None, sec: SECParams | None = None,
                  noise: NoiseCurriculumParams | None = None, clpo: CLPOParams | None = None,
                  restructurer: Restructurer | None = None, **shorthands):
@@ -522,7 +522,8 @@ class Curriculum:
         self.shares: dict[str, float] = {b: 0.0 for b in BUCKETS}
 
     @classmethod
-    def from_params(cls, questions: list[dict], rl: RLParams, restructurer: Restructurer | None = None) -> Curriculum:
+    def from_params(cls, questions: list[QuestionRecord], rl: RLParams,
+                    restructurer: Restructurer | None = None) -> Curriculum:
         """The curriculum of the rl stage: ``rl.curriculum``'s parts, each from its section of ``rl``, seeded by
         ``rl.seed`` over ``rl.steps`` steps."""
         return cls(questions, rl.curriculum, rl.seed, rl.steps, difficulty=rl.difficulty, sec=rl.sec,
@@ -539,16 +540,16 @@ class Curriculum:
         return self.difficulty.levels if self.difficulty else []
 
     @property
-    def pool(self) -> list[dict]:
+    def pool(self) -> list[QuestionRecord]:
         """The questions draws come from: the training questions, then clpo's verified rewrites."""
         return self.clpo.pool if self.clpo else self.questions
 
     @property
-    def restructured(self) -> list[dict]:
+    def restructured(self) -> list[QuestionRecord]:
         """Every rewrite clpo tried, verified or not (``restructured.jsonl``'s rows); empty without clpo."""
         return self.clpo.restructured if self.clpo else []
 
-    def select(self, step: int, n: int, draw: int = 0) -> list[dict]:
+    def select(self, step: int, n: int, draw: int = 0) -> list[QuestionRecord]:
         """The ``n`` questions of step ``step`` (0-based), drawn by the choosing part.
 
         ``draw`` > 0 draws that step again, independently (dynamic sampling's extra questions). Only the bucket
@@ -563,10 +564,10 @@ class Curriculum:
         # does not change with PYTHONHASHSEED.
         rng = random.Random(f"{self.seed}/{step}" + (f"/{draw}" if draw else ""))
         chosen = self.chooser.select(rng, n)
-        self.shares = {b: (sum(_bucket(q) == b for q in chosen) / n if n else 0.0) for b in BUCKETS}
+        self.shares = {b: (sum(q.bucket == b for q in chosen) / n if n else 0.0) for b in BUCKETS}
         return chosen
 
-    def update(self, step: int, questions: list[dict], success: list[float], advantage: list[float]) -> None:
+    def update(self, step: int, questions: list[QuestionRecord], success: list[float], advantage: list[float]) -> None:
         """Take in how step ``step``'s questions went: per question its group's mean success and mean |advantage|.
 
         ``success`` feeds the difficulty window and clpo's classes (and SEC's learnability), ``advantage`` the

@@ -26,8 +26,8 @@ from pathlib import Path
 from transformers import TrainerCallback
 
 from searchlab.agent.rollout import rollout
-from searchlab.jsonl import read_jsonl
 from searchlab.params import RolloutParams
+from searchlab.questions.record import QuestionRecord, read_questions
 from searchlab.rl.config import GRPOTrainingParams
 from searchlab.scoring import exact_match
 
@@ -35,22 +35,23 @@ START = "step-0"  # the starting policy's folder beside the checkpoints (keep: b
 SAMPLING_SEED = 10 ** 6  # the dev samples' own seed offset: the same draws at every checkpoint, apart from training's
 
 
-def dev_questions(dev_jsonl: Path, n: int) -> list[dict]:
+def dev_questions(dev_jsonl: Path, n: int) -> list[QuestionRecord]:
     """The first ``n`` questions of ``dev_jsonl`` (the qa stage's dev split); a ValueError naming the key when it
     has none."""
-    questions = read_jsonl(dev_jsonl)[:n] if dev_jsonl.is_file() else []
+    questions = read_questions(dev_jsonl)[:n] if dev_jsonl.is_file() else []
     if not questions:
         raise ValueError(f"{dev_jsonl} holds no dev question to score; set rl.dev.questions (selfplay.dev.questions) "
                          f"to 0")
     return questions
 
 
-def dev_em(model, tokenizer, retriever, questions: list[dict], params: RolloutParams, samples: int = 1) -> float:
+def dev_em(model, tokenizer, retriever, questions: list[QuestionRecord], params: RolloutParams,
+           samples: int = 1) -> float:
     """Mean EM of ``model`` on ``questions``, each answered ``samples`` times under ``params``."""
     asked = [q for q in questions for _ in range(samples)]
-    episodes = rollout(model, tokenizer, retriever, [q["question"] for q in asked],
+    episodes = rollout(model, tokenizer, retriever, [q.question for q in asked],
                        params.model_copy(update={"batch_size": max(1, min(len(asked), params.batch_size))}))
-    return sum(exact_match(e.answer or "", q["answers"]) for e, q in zip(episodes, asked)) / max(len(asked), 1)
+    return sum(exact_match(e.answer or "", q.answers) for e, q in zip(episodes, asked)) / max(len(asked), 1)
 
 
 class DevScoring(TrainerCallback):

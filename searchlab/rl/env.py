@@ -92,6 +92,7 @@ from searchlab.agent.rollout import rollout
 from searchlab.agent.samples import protocol_shares, trajectory_record
 from searchlab.jsonl import write_jsonl
 from searchlab.params import RolloutParams
+from searchlab.questions.record import QuestionRecord, present
 from searchlab.rl.config import GRPOTrainingParams, RLParams
 from searchlab.rl.curriculum import Curriculum
 from searchlab.rl.noisy import NoisyRetriever
@@ -177,10 +178,10 @@ class StepBatch:
     ``untrained``, (question, success rate) of the groups dynamic sampling rolled out but replaced."""
 
     step: int
-    questions: list[dict]
+    questions: list  # rl: each episode's QuestionRecord; self-play: each episode's role (a dict)
     episodes: list[Rollout]
     rewards: list[RewardBreakdown] = field(default_factory=list)
-    untrained: list[tuple[dict, float]] = field(default_factory=list)
+    untrained: list[tuple[QuestionRecord, float]] = field(default_factory=list)
     guided: list[bool] = field(default_factory=list)  # per episode: the demonstration expert guidance put in
 
 
@@ -188,7 +189,7 @@ class StepBatch:
 class Group:
     """One question's GRPO group: its episodes and their rewards."""
 
-    question: dict
+    question: QuestionRecord
     episodes: list[Rollout]
     rewards: list[RewardBreakdown]
     guided: bool = False  # its last episode is the question's demonstration (expert guidance)
@@ -207,7 +208,7 @@ class Group:
     @property
     def solved(self) -> bool:
         """Whether some episode's answer is an exact match of a gold answer."""
-        return any(exact_match(e.answer or "", self.question["answers"]) for e in self.episodes)
+        return any(exact_match(e.answer or "", self.question.answers) for e in self.episodes)
 
 
 class Environment(Protocol):
@@ -323,7 +324,8 @@ class SearchEpisodes:
             retriever = NoisyRetriever(self.retriever, self.distractors, noise, seed=seed)
         return retriever, noise
 
-    def _play(self, trainer, retriever, step: int, questions: list[dict], draw: int, rank: int) -> list["Group"]:
+    def _play(self, trainer, retriever, step: int, questions: list[QuestionRecord], draw: int,
+              rank: int) -> list["Group"]:
         """Roll out and score ``num_generations`` episodes of each question (draw ``draw`` of step ``step``)."""
         generations = trainer.num_generations
         if self.renamer is not None:  # a seed per draw of a step and process: a resumed run renames the same
@@ -333,7 +335,7 @@ class SearchEpisodes:
         repeated = [q for q in questions for _ in range(generations)]
         params = training_rollout_params(self.rollout_params, self.rl, step, len(repeated), rank, draw)
         started = time.perf_counter()
-        episodes = self._rollout(trainer, retriever, [q["question"] for q in repeated], params)
+        episodes = self._rollout(trainer, retriever, [q.question for q in repeated], params)
         self.timings["rollout"] += time.perf_counter() - started
         started = time.perf_counter()
         rewards = [self.score(e, q) for e, q in zip(episodes, repeated)]
@@ -358,7 +360,7 @@ class SearchEpisodes:
             best = max(range(len(shares)), key=shares.__getitem__)
             if group.solved or shares[best] == 0:
                 continue
-            episode, evidence = group.episodes[best], group.question["evidence"]
+            episode, evidence = group.episodes[best], group.question.evidence
             searches = next(k for k in range(1, len(episode.retrieved) + 1)
                             if retrieved_share(episode.retrieved[:k], evidence) == shares[best])
             text, tokens, turns = prefix_through_search(self.tokenizer, episode, searches)
@@ -374,7 +376,7 @@ class SearchEpisodes:
             chunk_params = params.model_copy(update={"max_turns": turns_left, "batch_size": len(chunk),
                                                      "seed": params.seed + 7 * turns_left + 1})
             with generation_model(trainer) as model:
-                rests = rollout(model, self.tokenizer, retriever, [groups[g].question["question"] for g, *_ in chunk],
+                rests = rollout(model, self.tokenizer, retriever, [groups[g].question.question for g, *_ in chunk],
                                 policy_params(trainer, chunk_params), prompts)
             for (g, best, _, tokens, turns, searches), rest in zip(chunk, rests):
                 group = groups[g]
@@ -388,12 +390,12 @@ class SearchEpisodes:
     def _guided(self, group: Group, retriever, params: RolloutParams) -> Group:
         """``group`` with its last episode replaced by the question's demonstration when no episode of it is right
         and the demonstration, played now, is (see the module docstring); else ``group`` as it is."""
-        turns = self.demos.get(group.question["id"])
+        turns = self.demos.get(group.question.id)
         if group.solved or turns is None:
             return group
-        demo = replay(self.tokenizer, retriever, group.question["question"], turns, params)
+        demo = replay(self.tokenizer, retriever, group.question.question, turns, params)
         scored = self.score(demo, group.question)
-        if not exact_match(demo.answer or "", group.question["answers"]):
+        if not exact_match(demo.answer or "", group.question.answers):
             return group
         return Group(group.question, [*group.episodes[:-1], demo], [*group.rewards[:-1], scored], guided=True,
                      rerolled=group.rerolled)
@@ -404,10 +406,10 @@ class SearchEpisodes:
                 retriever.use(model)  # self-search: the policy being trained writes its own search results
             return rollout(model, self.tokenizer, retriever, questions, policy_params(trainer, params))
 
-    def score(self, episode: Rollout, question: dict) -> RewardBreakdown:
+    def score(self, episode: Rollout, question: QuestionRecord) -> RewardBreakdown:
         """The reward of one episode of ``question`` (:func:`searchlab.rl.rewards.reward` under ``rl.reward``)."""
-        return reward(episode, question["answers"], question.get("evidence"), self.rl.reward,
-                      chain=question.get("constraints"), scale=self.reward_scale)
+        return reward(episode, question.answers, present(question.evidence), self.rl.reward,
+                      chain=present(question.constraints), scale=self.reward_scale)
 
     # -- TRL's reward function
     def reward_func(self, prompts, completions, **kwargs) -> list[float]:
@@ -436,7 +438,7 @@ class SearchEpisodes:
             records.append({"step": batch.step, **trajectory_record(e, q), "reward": r.total, "outcome": r.outcome,
                             "format": r.format, "rubric": r.rubric, "hack": r.hack,
                             "evidence_share": r.evidence_share, "guided": guided,
-                            "bucket": q.get("features", {}).get("bucket")})
+                            "bucket": q.bucket})
         records = gather_object(records)
         if not getattr(state, "is_world_process_zero", True):
             return

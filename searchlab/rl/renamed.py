@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from searchlab.questions.record import QuestionRecord
 from searchlab.retrieval.base import Hit, Retriever
 from searchlab.train.renaming import TitlePermutation
 
@@ -37,7 +38,7 @@ class RenamedRetriever:
                 for hits in results]
 
 
-def renamed_question(question: dict, names: TitlePermutation) -> dict:
-    """``question`` (a qa record) with its text and gold answers renamed; its ids, evidence and features kept."""
-    return {**question, "question": names.rename(question["question"]),
-            "answers": [names.rename(a) for a in question["answers"]]}
+def renamed_question(question: QuestionRecord, names: TitlePermutation) -> QuestionRecord:
+    """``question`` with its text and gold answers renamed; its ids, evidence and features kept."""
+    return dataclasses.replace(question, question=names.rename(question.question),
+                               answers=[names.rename(a) for a in question.answers])

@@ -18,10 +18,11 @@ and a built question is used only if it passes the qa stage's checks again (:met
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from searchlab.corpus.kb import KB, Entity, Fact
+from searchlab.questions.record import QuestionRecord, present
 from searchlab.scoring import cover_exact_match, normalize_answer
 from searchlab.synth.generate import Builder, Question
 # the qa stage's own check that each constraint is stated by its passage: a rewrite passes exactly that check
@@ -42,7 +43,7 @@ class Restructured:
     """One rewrite: the training question (None when none could be built), whether it passed the checks, why not."""
 
     kind: str
-    question: dict | None
+    question: QuestionRecord | None
     verified: bool
     reason: str
 
@@ -52,13 +53,13 @@ def _chain_kind(hops: int) -> str:
     return "single" if hops == 1 else "bridge" if hops == 2 else "compose"
 
 
-def chain_facts(kb: KB, question: dict) -> list[Fact] | str:
+def chain_facts(kb: KB, question: QuestionRecord) -> list[Fact] | str:
     """The KB facts the hops of ``question`` are, in order; or why there are none (the reason to log).
 
     A hop's fact is found by subject, predicate, value and passage, so a question whose facts the KB no longer
     has (another corpus, a changed world) is refused rather than rebuilt from something else.
     """
-    constraints = question.get("constraints") or []
+    constraints = present(question.constraints) or []
     if not constraints or any(c["op"] != "hop" for c in constraints):
         return "not_a_chain"
     facts = []
@@ -110,7 +111,7 @@ class Restructurer:
         self.kb, self.tries = kb, tries
         self.reader = RuleReader(kb)
 
-    def easier(self, question: dict, seed: str, taken: set[str] = frozenset()) -> Restructured:
+    def easier(self, question: QuestionRecord, seed: str, taken: set[str] = frozenset()) -> Restructured:
         """``question`` without its first hop (the entity it reached named instead); refused unless multi-hop.
 
         ``taken``: the normalised texts of the questions already in the pool (a duplicate is refused).
@@ -120,20 +121,20 @@ class Restructurer:
             return Restructured(EASIER, None, False, chain)
         if len(chain) < 2:
             return Restructured(EASIER, None, False, "single_hop")
-        built = self.build(chain[1:], f"{question['id']}~{EASIER}", random.Random(f"{seed}/{EASIER}"))
+        built = self.build(chain[1:], f"{question.id}~{EASIER}", random.Random(f"{seed}/{EASIER}"))
         if isinstance(built, str):
             return Restructured(EASIER, None, False, built)
         return self._finish(EASIER, question, built, taken)
 
-    def rephrase(self, question: dict, seed: str, taken: set[str] = frozenset()) -> Restructured:
+    def rephrase(self, question: QuestionRecord, seed: str, taken: set[str] = frozenset()) -> Restructured:
         """The same chain as ``question`` in other words: the first of ``tries`` template draws that differs."""
         chain = chain_facts(self.kb, question)
         if isinstance(chain, str):
             return Restructured(REPHRASED, None, False, chain)
-        source = normalize_answer(question["question"])
+        source = normalize_answer(question.question)
         reason = "no_new_phrasing"
         for attempt in range(self.tries):
-            built = self.build(chain, f"{question['id']}~{REPHRASED}",
+            built = self.build(chain, f"{question.id}~{REPHRASED}",
                                random.Random(f"{seed}/{REPHRASED}/{attempt}"))
             if isinstance(built, str):
                 reason = built  # e.g. a wording that gives the answer away: another draw may not
@@ -151,16 +152,14 @@ class Restructurer:
             return next(iter(builder.reasons), "not_built")
         return built
 
-    def _finish(self, kind: str, source: dict, built: Question, taken: set[str]) -> Restructured:
+    def _finish(self, kind: str, source: QuestionRecord, built: Question, taken: set[str]) -> Restructured:
         """The verified rewrite as a training question carrying its source, or the check it failed."""
-        record = built.to_json()
-        record.update(derived_from=source["id"], restructure=kind,
-                      features={"bucket": (source.get("features") or {}).get("bucket"), "hops": built.hops,
-                                "cues": len(built.constraints)})
+        record = replace(built.to_record(), derived_from=source.id, restructure=kind,
+                         features={"bucket": source.bucket, "hops": built.hops, "cues": len(built.constraints)})
         reason = self.verify(built, source, taken)
         return Restructured(kind, record, reason == OK, reason)
 
-    def verify(self, q: Question, source: dict, taken: set[str] = frozenset()) -> str:
+    def verify(self, q: Question, source: QuestionRecord, taken: set[str] = frozenset()) -> str:
         """``"ok"``, or the first of the qa stage's checks that ``q`` fails:
 
         * ``evidence_unmatched``: a constraint's passage does not state it (the qa stage's evidence check);
@@ -176,7 +175,7 @@ class Restructurer:
             return "not_unique"
         if not cover_exact_match(self.reader.answer(q, q.evidence), q.answers):
             return "gold_evidence_unanswerable"
-        if sorted(q.answers) != sorted(source["answers"]):
+        if sorted(q.answers) != sorted(source.answers):
             return "answer_changed"
         if normalize_answer(q.question) in taken:
             return "duplicate"

@@ -17,6 +17,7 @@ from pathlib import Path
 from searchlab.agent.replay import demonstration_turns
 from searchlab.jsonl import iter_jsonl, read_jsonl, write_jsonl
 from searchlab.params import ModelParams, Params, RetrieverParams, RolloutParams
+from searchlab.questions.record import QuestionRecord, read_questions
 from searchlab.rl.config import RLParams
 from searchlab.rl.curriculum import Curriculum
 from searchlab.rl.restructure import clpo_restructurer
@@ -25,17 +26,17 @@ from searchlab.train.launch import Job, launch
 from searchlab.train.renaming import corpus_titles
 
 
-def training_questions(questions_jsonl: Path, buckets: list[str]) -> list[dict]:
+def training_questions(questions_jsonl: Path, buckets: list[str]) -> list[QuestionRecord]:
     """The training questions of ``questions_jsonl`` (:func:`gather_questions`) in ``buckets`` (DeReason's split:
     which buckets RL learns from); a question of unknown difficulty (read from a file: no bucket) is always in."""
-    chosen = [q for q in read_jsonl(questions_jsonl) if q["features"]["bucket"] in (*buckets, None)]
+    chosen = [q for q in read_questions(questions_jsonl) if q.bucket in (*buckets, None)]
     if not chosen:
         raise ValueError(f"{questions_jsonl}: no training question in rl.buckets {buckets} (rl.questions chooses "
                          f"the sets: qa, selfplay)")
     return chosen
 
 
-def selfplay_questions(questions_jsonl: Path) -> list[dict]:
+def selfplay_questions(questions_jsonl: Path) -> list[QuestionRecord]:
     """The selfplay stage's verified questions as training questions: the seed answer is the gold, the type is
     ``selfplay``, and the bucket follows the solver's success rate s during self-play (easy: s >= 0.75, medium:
     s >= 0.25, hard below); no evidence passages are known."""
@@ -44,9 +45,9 @@ def selfplay_questions(questions_jsonl: Path) -> list[dict]:
         if r["verified"]:
             s = r["solver_success"]
             bucket = "easy" if s >= 0.75 else "medium" if s >= 0.25 else "hard"
-            questions.append({"id": f"selfplay-{r['round']}-{len(questions)}", "type": "selfplay",
-                              "question": r["question"], "answers": [r["answer"]], "evidence": None,
-                              "features": {"bucket": bucket, "solver_success": s}})
+            questions.append(QuestionRecord(id=f"selfplay-{r['round']}-{len(questions)}", type="selfplay",
+                                            question=r["question"], answers=[r["answer"]], evidence=None,
+                                            features={"bucket": bucket, "solver_success": s}))
     return questions
 
 
@@ -55,10 +56,10 @@ def gather_questions(sources: dict[str, Path], out: Path) -> dict[str, int]:
     selfplay stage's ``questions.jsonl``) to ``out``, in that order; how many each gave."""
     counts, questions = {}, []
     for name, path in sources.items():
-        found = selfplay_questions(path) if name == "selfplay" else read_jsonl(path)
+        found = selfplay_questions(path) if name == "selfplay" else read_questions(path)
         counts[f"questions.{name}"] = len(found)
         questions += found
-    write_jsonl(out, questions)
+    write_jsonl(out, [q.to_json() for q in questions])
     return counts
 
 

@@ -156,7 +156,7 @@ class SearchGRPOTrainer(GRPOTrainer):
         with evaluating(model):
             for e, q in zip(batch.episodes, batch.questions):  # the episode's own tokens: no EOS, no padding
                 gains.append(information_gains(model, self.episodes.tokenizer, e.prompt_ids, e.completion_ids,
-                                               [1 - m for m in e.env_mask], f"{ANSWER_OPEN} {q['answers'][0]}")
+                                               [1 - m for m in e.env_mask], f"{ANSWER_OPEN} {q.answers[0]}")
                              .tolist() if e.completion_ids else [])
         adds = igpo_token_advantages(gains, turn_index(mask), mask, self.plan.igpo_weight)
         flat_gains = [g for row in gains for g in row]

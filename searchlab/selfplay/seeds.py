@@ -38,7 +38,7 @@ def seed_answers(corpus_dir: Path, qa: QAParams, kind: str = "names", max_words:
     def add(text: str) -> None:
         text = str(text).strip()
         key = normalize_answer(text)
-        if key and len(text.split()) <= max_words and key not in found and not is_heldout(qa, {"answers": [text]}):
+        if key and len(text.split()) <= max_words and key not in found and not is_heldout(qa, text):
             found[key] = text
 
     if kb_path.is_file():

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from searchlab.jsonl import read_jsonl, write_jsonl
 from searchlab.params import ModelParams, RetrieverParams, RolloutParams
+from searchlab.questions.record import read_questions
 from searchlab.rl.train import dev_figures
 from searchlab.scoring import normalize_answer
 from searchlab.selfplay.config import SelfPlayParams
@@ -61,8 +62,8 @@ def run_selfplay(job: SelfPlayJob, accelerate_config: str | None = None) -> dict
 
 def known_questions(qa_dir: Path) -> set[str]:
     """The qa stage's questions (train, dev and held-out), normalised: what self-play's novelty is measured against."""
-    return {normalize_answer(q["question"]) for name in ("train.jsonl", "dev.jsonl", "heldout.jsonl")
-            if (qa_dir / name).is_file() for q in read_jsonl(qa_dir / name)}
+    return {normalize_answer(q.question) for name in ("train.jsonl", "dev.jsonl", "heldout.jsonl")
+            if (qa_dir / name).is_file() for q in read_questions(qa_dir / name)}
 
 
 def train_selfplay(job: SelfPlayJob, model, tokenizer, retriever, kb=None, proposer: tuple | None = None,

@@ -11,8 +11,8 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from searchlab.jsonl import read_jsonl, write_jsonl
-from searchlab.questions.record import QUESTION_TYPES, QuestionRecord
+from searchlab.jsonl import write_jsonl
+from searchlab.questions.record import QUESTION_TYPES, QuestionRecord, read_questions
 from searchlab.scoring import normalize_answer
 from searchlab.synth.config import BenchmarksParams
 
@@ -44,9 +44,9 @@ def write_suites(params: BenchmarksParams, qa_dir: Path, out_dir: Path,
     """Write ``out_dir/<prefix>-<type>.jsonl`` (``{id, question, golden_answers, metadata}``; the prefix from
     :func:`suite_prefix`: ``world`` or ``records``) from ``qa_dir/heldout.jsonl``; return question counts per suite
     and the answer overlap with training (must be 0)."""
-    heldout = [QuestionRecord.from_json(r) for r in read_jsonl(qa_dir / "heldout.jsonl")]
+    heldout = read_questions(qa_dir / "heldout.jsonl")
     trained = {normalize_answer(a) for name in ("train.jsonl", "dev.jsonl")
-               for r in read_jsonl(qa_dir / name) for a in r["answers"]}
+               for r in read_questions(qa_dir / name) for a in r.answers}
     rng = random.Random(params.seed)
     counts: dict[str, int] = {}
     overlap = 0
@@ -63,6 +63,6 @@ def write_suites(params: BenchmarksParams, qa_dir: Path, out_dir: Path,
 def _suite_question(r: QuestionRecord) -> QuestionRecord:
     """A held-out question as its suite holds it: what reports break scores down by (type, hops, ...) as metadata."""
     return QuestionRecord(id=r.id, question=r.question, answers=r.answers,
-                          metadata={"type": r.type, "hops": r.hops, "bucket": r.features["bucket"],
+                          metadata={"type": r.type, "hops": r.hops, "bucket": r.bucket,
                                     "answer_rank": r.features["answer_rank"], "answer_entity": r.answer_entity,
                                     "evidence": r.evidence})

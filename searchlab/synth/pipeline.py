@@ -34,7 +34,7 @@ from searchlab.files import write_atomically
 from searchlab.jsonl import write_jsonl
 from searchlab.params import RetrieverParams
 from searchlab.progress import track
-from searchlab.questions.record import BUCKETS, QUESTION_TYPES
+from searchlab.questions.record import BUCKETS, QUESTION_TYPES, QuestionRecord
 from searchlab.retrieval import open_retriever
 from searchlab.retrieval.base import TimedRetriever
 from searchlab.scoring import normalize_answer
@@ -92,7 +92,7 @@ def _run_shard(params: QAParams, kb: KB, search, roster: Roster, nli, index: int
     def attempt(builder: Builder, target: str, qid: str, heldout_only: bool = False) -> None:
         kind = builder.rng.choices(kinds, weights)[0]
         q = builder.build(kind, target, f"{kind}-{target}-{qid}")
-        if q is None or (heldout_only and not is_heldout(params, q)):
+        if q is None or (heldout_only and not is_heldout(params, q.answers[0])):
             return
         key = normalize_answer(q.question)
         if key in seen:
@@ -139,7 +139,7 @@ def _run_shard(params: QAParams, kb: KB, search, roster: Roster, nli, index: int
             kept.append(q)
 
     # demonstrations for the questions that train (held-out ones are only ever evaluated)
-    training = [q for q in kept if not is_heldout(params, q)]
+    training = [q for q in kept if not is_heldout(params, q.answers[0])]
     writer = DemoWriter(kb, search, params.demos.topk, params.demos.max_rephrasings, rng, cite=params.demos.cite)
     demos = dict(zip((q.id for q in training), writer.write(training)))
     rejected.update(writer.reasons)
@@ -207,11 +207,10 @@ def difficulty_bucket(q: Question) -> str:
     return BUCKETS[0] if score <= 2 else BUCKETS[1] if score <= 4 else BUCKETS[2]
 
 
-def is_heldout(params: QAParams, q: Question | dict) -> bool:
-    """Whether the question's answer is reserved for benchmarks: a hash of the normalised answer, so every
-    question with that answer falls on the same side and train/benchmark answers never overlap."""
-    answers = q.answers if isinstance(q, Question) else q["answers"]
-    return _unit_hash(f"{params.seed}/answer/{normalize_answer(answers[0])}") < params.heldout_share
+def is_heldout(params: QAParams, answer: str) -> bool:
+    """Whether a question of (canonical) ``answer`` is reserved for benchmarks: a hash of the normalised answer, so
+    every question with that answer falls on the same side and train/benchmark answers never overlap."""
+    return _unit_hash(f"{params.seed}/answer/{normalize_answer(answer)}") < params.heldout_share
 
 
 def _unit_hash(text: str) -> float:
@@ -230,32 +229,32 @@ def _merge(params: QAParams, kb: KB, shard_files: list[Path], out_dir: Path) -> 
         attempts += shard["attempts"]
         candidates += shard["candidates"]
         rejected.update(shard["rejected"])
-        for record in shard["questions"]:
-            key = normalize_answer(record["question"])
+        for line in shard["questions"]:
+            demo, proposal = line.pop("demo"), line.pop("proposal_demo", None)
+            record = QuestionRecord.from_json(line)
+            key = normalize_answer(record.question)
             if key in seen:
                 rejected["duplicate"] += 1
                 continue
             seen.add(key)
-            demo, proposal = record.pop("demo"), record.pop("proposal_demo", None)
-            if is_heldout(params, record):
+            if is_heldout(params, record.answers[0]):
                 heldout.append(record)
                 continue
-            split = "dev" if _unit_hash(f"{params.seed}/dev/{record['id']}") < params.dev_share else "train"
+            split = "dev" if _unit_hash(f"{params.seed}/dev/{record.id}") < params.dev_share else "train"
             (dev if split == "dev" else train).append(record)
-            demos.append({"id": record["id"], "split": split, "type": record["type"], "question": record["question"],
-                          "answers": record["answers"], "role": "solver", "prompt": instruction(record["question"]),
+            demos.append({"id": record.id, "split": split, "type": record.type, "question": record.question,
+                          "answers": record.answers, "role": "solver", "prompt": instruction(record.question),
                           "completion": demo})
             if proposal is not None:
                 proposer_demos += 1
-                demos.append({"id": record["id"], "split": split, "type": record["type"],
-                              "question": record["question"], "answers": record["answers"], "role": "proposer",
-                              "prompt": proposer_instruction(record["answers"][0]), "completion": proposal})
-    write_jsonl(out_dir / "train.jsonl", train)
-    write_jsonl(out_dir / "dev.jsonl", dev)
-    write_jsonl(out_dir / "heldout.jsonl", heldout)
+                demos.append({"id": record.id, "split": split, "type": record.type, "question": record.question,
+                              "answers": record.answers, "role": "proposer",
+                              "prompt": proposer_instruction(record.answers[0]), "completion": proposal})
+    for name, records in (("train", train), ("dev", dev), ("heldout", heldout)):
+        write_jsonl(out_dir / f"{name}.jsonl", [r.to_json() for r in records])
     write_jsonl(out_dir / "demos.jsonl", demos)
-    trained = {normalize_answer(a) for r in train + dev for a in r["answers"][:1]}
-    overlap = sum(normalize_answer(r["answers"][0]) in trained for r in heldout)
+    trained = {normalize_answer(r.answers[0]) for r in train + dev}
+    overlap = sum(normalize_answer(r.answers[0]) in trained for r in heldout)
     stats = {
         "attempts": attempts, "candidates": candidates, "kept": len(train) + len(dev) + len(heldout),
         "train": len(train), "dev": len(dev), "heldout": len(heldout), "demos": len(demos),
@@ -263,7 +262,7 @@ def _merge(params: QAParams, kb: KB, shard_files: list[Path], out_dir: Path) -> 
         "heldout_answer_overlap": overlap,
         "by_type": _by(train + dev + heldout, "type"),
         "heldout_by_type": _by(heldout, "type"),
-        "by_type_bucket": {t: _by([r for r in train + dev + heldout if r["type"] == t], "bucket")
+        "by_type_bucket": {t: _by([r for r in train + dev + heldout if r.type == t], "bucket")
                            for t in QUESTION_TYPES},
         "rejected": dict(sorted(rejected.items())),
         "answer_in_top3": _top3_rates(train + dev + heldout),
@@ -278,16 +277,16 @@ def _merge(params: QAParams, kb: KB, shard_files: list[Path], out_dir: Path) -> 
     return flat
 
 
-def _by(records: list[dict], key: str) -> dict[str, int]:
-    counts = Counter(r["features"][key] if key == "bucket" else r[key] for r in records)
+def _by(records: list[QuestionRecord], key: str) -> dict[str, int]:
+    counts = Counter(r.bucket if key == "bucket" else getattr(r, key) for r in records)
     return dict(sorted(counts.items()))
 
 
-def _top3_rates(records: list[dict]) -> dict[str, float]:
+def _top3_rates(records: list[QuestionRecord]) -> dict[str, float]:
     """Per type: the share of questions whose answer passage BM25 ranks in the top 3 for the whole question."""
     out = {}
     for t in QUESTION_TYPES:
-        ranks = [r["features"]["answer_rank"] for r in records if r["type"] == t]
+        ranks = [r.features["answer_rank"] for r in records if r.type == t]
         if ranks:
             out[t] = round(sum(r is not None and r <= 3 for r in ranks) / len(ranks), 4)
     return out

@@ -6,10 +6,10 @@ import random
 from pathlib import Path
 
 from searchlab.corpus.kb import KB
-from searchlab.questions.record import BUCKETS, QUESTION_TYPES
+from searchlab.questions.record import BUCKETS, QUESTION_TYPES, QuestionRecord
 
 
-def write_datasheet(path: Path, stats: dict, records: list[dict], kb: KB, examples: int) -> None:
+def write_datasheet(path: Path, stats: dict, records: list[QuestionRecord], kb: KB, examples: int) -> None:
     """Write ``datasheet.md``: counts by type and difficulty bucket, rejections, retrieval resistance, examples."""
     lines = ["# QA synthesis datasheet", "",
              f"{stats['kept']} questions kept from {stats['candidates']} verified candidates "
@@ -30,12 +30,12 @@ def write_datasheet(path: Path, stats: dict, records: list[dict], kb: KB, exampl
     lines += ["", "## Examples", ""]
     rng = random.Random(0)
     for t in QUESTION_TYPES:
-        of_type = [r for r in records if r["type"] == t]
+        of_type = [r for r in records if r.type == t]
         for r in rng.sample(of_type, min(len(of_type), max(1, examples // len(QUESTION_TYPES)))):
-            lines += [f"### {t}: {r['question']}", "",
-                      f"Answer: **{r['answers'][0]}** · hops {r['hops']} · bucket {r['features']['bucket']} · "
-                      f"BM25 rank of the answer passage: {r['features']['answer_rank'] or 'not in top'}", ""]
-            for c in r["constraints"]:
+            lines += [f"### {t}: {r.question}", "",
+                      f"Answer: **{r.answers[0]}** · hops {r.hops} · bucket {r.bucket} · "
+                      f"BM25 rank of the answer passage: {r.features['answer_rank'] or 'not in top'}", ""]
+            for c in r.constraints:
                 matches = f" (alone matches {c['matches']})" if c.get("matches") is not None else ""
                 lines.append(f"- {c['label']}: {c['text']}{matches} — `{c['passage']}`: "
                              f"{_quote(kb.passages.get(c['passage'], ''))}")

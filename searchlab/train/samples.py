@@ -15,8 +15,9 @@ from pathlib import Path
 
 from searchlab.agent.protocol import parse_trajectory
 from searchlab.agent.samples import spread_sample, write_samples
-from searchlab.jsonl import iter_jsonl, read_jsonl
+from searchlab.jsonl import iter_jsonl
 from searchlab.params import Params, RolloutParams
+from searchlab.questions.record import read_questions
 
 log = logging.getLogger("searchlab.sft")
 AGENTS = {"sft": "SFT", "rl": "RL", "selfplay": "self-play"}  # how each training stage's report names its agent
@@ -30,7 +31,7 @@ def sample_trained_agent(stage: str, params: Params, model_dir: Path, qa_dir: Pa
     from searchlab.model import load_agent
     from searchlab.retrieval import open_retriever
 
-    heldout = read_jsonl(qa_dir / "heldout.jsonl") or read_jsonl(qa_dir / "dev.jsonl")
+    heldout = read_questions(qa_dir / "heldout.jsonl") or read_questions(qa_dir / "dev.jsonl")
     questions = spread_sample(heldout, count, seed)
     if not questions:
         return {}

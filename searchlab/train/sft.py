@@ -20,7 +20,7 @@ from searchlab.agent.protocol import environment_spans
 from searchlab.agent.text import chat_prompt, encode_completion, encode_prompt
 from searchlab.jsonl import read_jsonl
 from searchlab.params import ModelParams
-from searchlab.questions.record import Bucket
+from searchlab.questions.record import Bucket, read_questions
 from searchlab.train.config import SFTParams
 from searchlab.train.common import (
     ProgressLog,
@@ -66,8 +66,8 @@ def demo_buckets(demos_jsonl: Path) -> dict[str, str]:
     """``{question id: difficulty bucket}`` of the demonstrations' questions (the qa stage's train and dev files
     beside ``demos_jsonl``)."""
     folder = demos_jsonl.parent
-    return {q["id"]: q["features"]["bucket"] for name in ("train.jsonl", "dev.jsonl") if (folder / name).is_file()
-            for q in read_jsonl(folder / name)}
+    return {q.id: q.bucket for name in ("train.jsonl", "dev.jsonl") if (folder / name).is_file()
+            for q in read_questions(folder / name)}
 
 
 def demo_datasets(tokenizer, demos_jsonl: Path, max_length: int, renamed_copies: int = 0,

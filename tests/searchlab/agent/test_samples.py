@@ -13,6 +13,7 @@ from searchlab.agent.samples import (
     spread_sample,
     trajectory_record,
 )
+from searchlab.questions.record import QuestionRecord
 
 INFO = "\n\n<information>Doc 1(Title: Kelmora) Kelmora was founded in 1167.\n</information>\n\n"
 GOOD = Rollout("When was Kelmora founded?", "p", completion=(
@@ -23,9 +24,9 @@ WRONG = Rollout("When was Halkrelt founded?", "p", completion=(
     answer="1167", searches=["Halkrelt"], retrieved=[["k-0"]], turns=2, finished=True)
 LOST = Rollout("Who?", "p", completion="I do not know" + INVALID_ACTION_FEEDBACK + "still nothing",
                turns=2, invalid_actions=2)
-QUESTIONS = [{"id": "a", "type": "single", "answers": ["1167"], "evidence": ["k-0"]},
-             {"id": "b", "type": "single", "answers": ["1290"], "evidence": ["h-0"]},
-             {"id": "c", "type": "bridge", "answers": ["X"], "evidence": ["x-0", "y-1"]}]
+QUESTIONS = [QuestionRecord(id="a", type="single", question="When?", answers=["1167"], evidence=["k-0"]),
+             QuestionRecord(id="b", type="single", question="When?", answers=["1290"], evidence=["h-0"]),
+             QuestionRecord(id="c", type="bridge", question="Who?", answers=["X"], evidence=["x-0", "y-1"])]
 
 
 def test_protocol_rates_count_each_property_separately():
@@ -54,9 +55,10 @@ def test_evidence_must_all_be_found_across_searches():
 
 
 def test_spread_sample_takes_every_type_in_turn_and_is_seeded():
-    pool = [{"id": f"{t}{i}", "type": t} for t in ("single", "bridge", "compose") for i in range(10)]
+    pool = [QuestionRecord(id=f"{t}{i}", type=t, question="?", answers=["a"]) for t in ("single", "bridge", "compose")
+            for i in range(10)]
     five = spread_sample(pool, 5, seed=1)
-    assert [q["type"] for q in five] == ["bridge", "compose", "single", "bridge", "compose"]
+    assert [q.type for q in five] == ["bridge", "compose", "single", "bridge", "compose"]
     assert five == spread_sample(pool, 5, seed=1) and five != spread_sample(pool, 5, seed=2)
     assert len(spread_sample(pool, 100, seed=0)) == 30 and spread_sample([], 5, seed=0) == []
 

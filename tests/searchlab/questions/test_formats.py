@@ -286,7 +286,7 @@ def test_the_project_world_suites_load_as_flashrag(tmp_path):
                 "answers": ["Nal River"], "type": "bridge", "hops": 2, "answer_entity": "e9",
                 "features": {"bucket": "medium", "answer_rank": 4}, "evidence": ["e7-0", "e8-1"]}]
     write_jsonl(qa / "heldout.jsonl", heldout)
-    write_jsonl(qa / "train.jsonl", [{"answers": ["Somewhere Else"]}])
+    write_jsonl(qa / "train.jsonl", [{"id": "t1", "question": "Where else?", "answers": ["Somewhere Else"]}])
     write_jsonl(qa / "dev.jsonl", [])
     write_suites(BenchmarksParams(size=5), qa, out)
     suite = out / "world-bridge.jsonl"

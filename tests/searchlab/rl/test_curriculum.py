@@ -9,27 +9,28 @@ from collections import Counter
 
 import pytest
 
+from searchlab.questions.record import QuestionRecord
 from searchlab.retrieval.base import Hit
 from searchlab.rl.curriculum import Curriculum, noise_schedule
 from searchlab.rl.noisy import NoisyRetriever
 
 
-def question(qid: str, bucket: str, qtype: str = "single") -> dict:
+def question(qid: str, bucket: str | None, qtype: str = "single") -> QuestionRecord:
     """A training question as the qa stage writes it (only the fields the curriculum reads matter)."""
-    return {"id": qid, "question": f"q {qid}?", "answers": [f"a {qid}"], "type": qtype,
-            "evidence": [f"p-{qid}"], "features": {"bucket": bucket}}
+    return QuestionRecord(id=qid, type=qtype, question=f"q {qid}?", answers=[f"a {qid}"], evidence=[f"p-{qid}"],
+                          features={"bucket": bucket})
 
 
 # three questions per bucket, all of type single
 QUESTIONS = [question(f"{b}{i}", b) for b in ("easy", "medium", "hard") for i in range(3)]
 
 
-def ids(questions: list[dict]) -> list[str]:
-    return [q["id"] for q in questions]
+def ids(questions: list[QuestionRecord]) -> list[str]:
+    return [q.id for q in questions]
 
 
-def buckets(questions: list[dict]) -> Counter:
-    return Counter(q["features"]["bucket"] for q in questions)
+def buckets(questions: list[QuestionRecord]) -> Counter:
+    return Counter(q.bucket for q in questions)
 
 
 def feed(c: Curriculum, step: int, bucket: str, successes: list[float]) -> None:
@@ -232,10 +233,10 @@ ALL = [question(f"{t}-{b}{i}", b, t) for t in ("single", "bridge") for b in ("ea
 KW = dict(window=6, advance_at=0.5, replay=0.25, sec_alpha=0.5, noise_base=10.0)
 
 
-def outcome(questions: list[dict]) -> tuple[list[float], list[float]]:
+def outcome(questions: list[QuestionRecord]) -> tuple[list[float], list[float]]:
     """Deterministic stand-ins for the trainer's group means: success by type, |advantage| by bucket."""
-    success = [1.0 if q["type"] == "single" else 0.5 for q in questions]
-    advantage = [{"easy": 0.1, "medium": 0.6, "hard": 0.3}[q["features"]["bucket"]] for q in questions]
+    success = [1.0 if q.type == "single" else 0.5 for q in questions]
+    advantage = [{"easy": 0.1, "medium": 0.6, "hard": 0.3}[q.bucket] for q in questions]
     return success, advantage
 
 
@@ -286,7 +287,7 @@ def test_errors_name_the_bad_kind_or_value():
     with pytest.raises(ValueError, match="sec_temperature"):
         Curriculum(QUESTIONS, ["sec"], seed=0, total_steps=10, sec_temperature=0.0)
     with pytest.raises(ValueError, match=r"'x'.*bucket"):
-        Curriculum([{"id": "x", "type": "single", "features": {}}], ["difficulty"], seed=0, total_steps=10)
+        Curriculum([question("x", None)], ["difficulty"], seed=0, total_steps=10)
     c = Curriculum(QUESTIONS, ["difficulty"], seed=0, total_steps=10)
     with pytest.raises(ValueError, match="one to one"):
         c.update(0, QUESTIONS[:2], [1.0], [0.1, 0.2])

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import copy
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from searchlab.agent.replay import model_turns, replay
+from searchlab.questions.record import read_questions
 from searchlab.rl.env import SearchEpisodes
 from searchlab.rl.rewards import RewardBreakdown
 from searchlab.rl.train import build_trainer
@@ -48,7 +50,7 @@ def test_guidance_puts_the_demonstration_into_every_group_the_policy_fails(world
     loss_mask = batch["completion_mask"] * batch["tool_mask"]
     for row in range(2, 12, 3):
         question, episode, scored = last.questions[row], last.episodes[row], last.rewards[row]
-        assert episode == replay(tokenizer, retriever, question["question"], demo_of[question["id"]], ROLLOUT)
+        assert episode == replay(tokenizer, retriever, question.question, demo_of[question.id], ROLLOUT)
         assert scored.outcome == 1.0 and scored.evidence_share == 1.0 and scored.total == pytest.approx(1.5)
         # the demonstration's own tokens are in the loss, the passages the environment inserted are not
         n = len(episode.completion_ids)
@@ -118,7 +120,7 @@ def test_rl_on_a_fixed_question_set_fits_it_and_a_flipped_reward_does_not(world,
         trainer = make_search_trainer(rl, copy.deepcopy(searching_model), tokenizer, episodes,
                                       tmp_path / name / "checkpoints")
         trainer.train()
-        assert len({q["id"] for q in episodes.last.questions}) == len(QUESTIONS)  # each step: every question
+        assert len({q.id for q in episodes.last.questions}) == len(QUESTIONS)  # each step: every question
         after[name] = _sampled_em(trainer.model, tokenizer, retriever, questions, rollout)
     print(f"sampled EM on the fixed questions: {before:.3f} before; after {after}")
     assert after["reward"] > before + 0.1
@@ -135,9 +137,9 @@ def test_near_miss_re_rolls_the_best_partial_episode_in_place_of_the_worst(world
                                copy.deepcopy(searching_model), tokenizer, retriever)
     env = trainer.episodes
     # gold answers no episode can give: every group is unsolved, and those whose searches found evidence are misses
-    asked = [{**q, "answers": ["no such answer"]} for q in map(json.loads, questions.read_text().splitlines())]
+    asked = [replace(q, answers=["no such answer"]) for q in read_questions(questions)]
     params = training_rollout_params(ROLLOUT, rl, 0, 24)
-    episodes = env._rollout(trainer, retriever, [q["question"] for q in asked for _ in range(4)], params)
+    episodes = env._rollout(trainer, retriever, [q.question for q in asked for _ in range(4)], params)
     groups = [Group(q, episodes[4 * g:4 * g + 4], [env.score(e, q) for e in episodes[4 * g:4 * g + 4]])
               for g, q in enumerate(asked)]
     misses = [g for g, group in enumerate(groups) if max(r.evidence_share for r in group.rewards) > 0]

@@ -10,6 +10,7 @@ import pytest
 import torch
 from transformers import TrainerCallback
 
+from searchlab.questions.record import QuestionRecord
 from searchlab.rl.env import CURRICULUM_FILE, trl_batch
 from searchlab.rl.train import build_trainer, train_rl
 from tests.searchlab.rl.rlworld import rl_job, rl_params as _rl, seeded_policy as _model
@@ -50,9 +51,9 @@ def test_rewards_read_the_parsed_answer_and_groups_share_a_question(world, token
     trainer, _ = build_trainer(rl_job(_rl(), questions, corpus, tmp_path), _model(tokenizer), tokenizer, retriever)
     trainer._generate_and_score_completions([{"prompt": str(i)} for i in range(6)])
     last = trainer.episodes.last
-    assert [q["id"] for q in last.questions[:3]] == [last.questions[0]["id"]] * 3
+    assert [q.id for q in last.questions[:3]] == [last.questions[0].id] * 3
     for episode, question, r in zip(last.episodes, last.questions, last.rewards):
-        golds = question["answers"]
+        golds = question.answers
         # the information blocks hold the gold passage text, but only the parsed answer is scored
         expected = 1.0 if episode.answer is not None and episode.answer.strip() == golds[0] else 0.0
         assert r.outcome == expected
@@ -249,16 +250,16 @@ def test_renamed_episodes_search_the_real_index_and_are_scored_against_renamed_a
     assert [h.id for h in seen] == [h.id for h in real]
     assert [h.contents for h in seen] == [names.rename(h.contents) for h in real]
     assert "Marie Curie" not in seen[0].contents or names.forward["Marie Curie"] == "Marie Curie"
-    q = renamed_question({"id": "q4", "question": "Where was Marie Curie born?", "answers": ["Warsaw"]}, names)
-    assert q["answers"] == [names.forward["Warsaw"]] and names.forward["Marie Curie"] in q["question"]
+    q = renamed_question(QuestionRecord(id="q4", question="Where was Marie Curie born?", answers=["Warsaw"]), names)
+    assert q.answers == [names.forward["Warsaw"]] and names.forward["Marie Curie"] in q.question
 
     trainer, _ = build_trainer(rl_job(_rl(renamed=True), questions, corpus, tmp_path),
                                _model(tokenizer), tokenizer, retriever)
     trainer._generate_and_score_completions([{"prompt": str(i)} for i in range(6)])
     last = trainer.episodes.last
     originals = {json.loads(line)["id"]: json.loads(line) for line in questions.read_text().splitlines()}
-    assert any(q["answers"] != originals[q["id"]]["answers"] for q in last.questions)
+    assert any(q.answers != originals[q.id]["answers"] for q in last.questions)
     for episode, question, r in zip(last.episodes, last.questions, last.rewards):
-        assert episode.question == question["question"]  # the agent was asked the renamed question
-        expected = 1.0 if episode.answer is not None and episode.answer.strip() == question["answers"][0] else 0.0
+        assert episode.question == question.question  # the agent was asked the renamed question
+        expected = 1.0 if episode.answer is not None and episode.answer.strip() == question.answers[0] else 0.0
         assert r.outcome == expected

@@ -45,8 +45,8 @@ def test_the_loss_scores_the_sampled_model_tokens_of_one_question_per_group(worl
         on_model = torch.tensor(model_tokens, dtype=torch.bool)
         largest = max(largest, (logps[row, :n] - plain)[on_model].abs().max().item())
         group = row // rl.num_generations
-        assert question["id"] == last.questions[group * rl.num_generations]["id"]  # one question per group
-    assert len({q["id"] for q in last.questions}) == 2
+        assert question.id == last.questions[group * rl.num_generations].id  # one question per group
+    assert len({q.id for q in last.questions}) == 2
     print(f"largest log-probability difference: {largest:.2e}")
     assert largest < 1e-4
 
@@ -115,7 +115,7 @@ def test_dynamic_sampling_replaces_groups_whose_episodes_all_earned_the_same(wor
         batch = trainer.episodes.last
         assert len(batch.episodes) == groups * size and len(batch.rewards) == groups * size
         rewards = [batch.rewards[g * size:(g + 1) * size] for g in range(groups)]
-        assert all(len({q["id"] for q in batch.questions[g * size:(g + 1) * size]}) == 1 for g in range(groups))
+        assert all(len({q.id for q in batch.questions[g * size:(g + 1) * size]}) == 1 for g in range(groups))
         uniform[name] = sum(len({r.total for r in group}) == 1 for group in rewards)
         metrics = trainer._metrics["train"]
         assert metrics["groups/uniform_trained"][-1] == pytest.approx(uniform[name] / groups)

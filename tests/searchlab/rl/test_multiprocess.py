@@ -148,7 +148,8 @@ def world(tmp_path_factory, toy_index):
     write_corpus(seeds / "corpus.jsonl", DOCS, ("tokyo", "oslo", "warsaw"))
     qa = root / "qa"
     qa.mkdir()
-    (qa / "train.jsonl").write_text(json.dumps({"question": "Who discovered penicillin?"}) + "\n")
+    (qa / "train.jsonl").write_text(json.dumps({"id": "q1", "question": "Who discovered penicillin?",
+                                                "answers": ["Alexander Fleming"]}) + "\n")
     return root
 
 

@@ -29,7 +29,7 @@ def test_selfplay_questions_join_the_qa_stage_s_with_buckets_from_the_solver_s_s
     assert [(r["question"], r["answers"], r["features"]["bucket"]) for r in rows] == [
         ("Who?", ["A"], "medium"), ("Where was X born?", ["Y"], "easy"), ("When was X born?", ["1901"], "hard")]
     assert rows[1]["type"] == "selfplay" and rows[1]["evidence"] is None and len({r["id"] for r in rows}) == 3
-    assert [q["question"] for q in training_questions(tmp_path / "all.jsonl", ["hard"])] == ["When was X born?"]
+    assert [q.question for q in training_questions(tmp_path / "all.jsonl", ["hard"])] == ["When was X born?"]
 
     gather_questions({"selfplay": _write(tmp_path / "none.jsonl", [])}, tmp_path / "empty.jsonl")
     with pytest.raises(ValueError, match="rl.questions"):

@@ -91,7 +91,8 @@ def world(tmp_path_factory, bm25):
     corpus = tmp_path_factory.mktemp("selfplay-corpus")
     write_corpus(corpus / "corpus.jsonl", DOCS, ("tokyo", "oslo", "nile"))
     qa = tmp_path_factory.mktemp("selfplay-qa")
-    (qa / "train.jsonl").write_text(json.dumps({"question": "What is the capital of Japan?"}) + "\n")
+    (qa / "train.jsonl").write_text(json.dumps({"id": "q2", "question": "What is the capital of Japan?",
+                                                "answers": ["Tokyo"]}) + "\n")
     return corpus, qa, bm25
 
 
@@ -281,7 +282,7 @@ def test_the_solver_s_dev_em_is_scored_every_round_and_the_best_round_kept(world
     own_qa.mkdir()
     (own_qa / "train.jsonl").write_text((qa / "train.jsonl").read_text())
     dev = "What is the capital of Norway?"
-    (own_qa / "dev.jsonl").write_text(json.dumps({"question": dev, "answers": ["Oslo"]}) + "\n")
+    (own_qa / "dev.jsonl").write_text(json.dumps({"id": "d1", "question": dev, "answers": ["Oslo"]}) + "\n")
     monkeypatch.setattr(f"{__name__}.STUCK", {dev} if stuck_at_start else set())
     params = _params(rounds=2, dev={"questions": 1, "samples": 1}, keep="best")
     start = policy(tokenizer)

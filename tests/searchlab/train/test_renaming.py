@@ -90,8 +90,9 @@ def test_sft_buckets_keep_only_the_demonstrations_of_those_buckets(tmp_path):
     demos_jsonl = tmp_path / "demos.jsonl"
     demos_jsonl.write_text("".join(json.dumps(d) + "\n" for d in demos))
     buckets = ["easy", "hard", "easy", "medium"]
-    (tmp_path / "train.jsonl").write_text("".join(json.dumps({"id": d["id"], "features": {"bucket": b}}) + "\n"
-                                                  for d, b in zip(demos, buckets)))
+    (tmp_path / "train.jsonl").write_text("".join(
+        json.dumps({"id": d["id"], "question": d["question"], "answers": d["answers"], "features": {"bucket": b}})
+        + "\n" for d, b in zip(demos, buckets)))
     bootstrap_tiny(TinyModelParams(vocab_size=400, hidden_size=32, layers=2, heads=2, kv_heads=1,
                                    intermediate_size=64, max_positions=512),
                    [d["prompt"] + d["completion"] for d in demos], tmp_path / "tiny")
