@@ -16,6 +16,12 @@ class Section(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    def unread(self) -> frozenset[str]:
+        """The fields this section's own values leave unread (``model.tiny`` for a pretrained model): a stage's
+        fingerprint and its DVC params leave them out, so editing them reruns nothing. None unless a section
+        says so."""
+        return frozenset()
+
 
 EXECUTION = {"execution": True}
 

@@ -86,6 +86,10 @@ class CorpusParams(Section):
     records: RecordsParams = Field(RecordsParams(), description="how your own JSON records become entities, facts and "
                                                                 "passages (`source: records`; see docs/own-data.md)")
 
+    def unread(self) -> frozenset[str]:
+        """``world`` unless the world is generated."""
+        return frozenset() if self.source == "synthetic" else frozenset({"world"})
+
     @model_validator(mode="after")
     def _import_needs_path(self) -> "CorpusParams":
         if self.source != "synthetic" and not self.path:
@@ -179,7 +183,7 @@ class TinyModelParams(Section):
     kv_heads: int = Field(2, ge=1, description="key/value heads, shared by the query heads in equal groups (they "
                                                "divide `heads`)")
     intermediate_size: int = Field(512, ge=8, description="width of each layer's MLP")
-    max_positions: int = Field(2048, ge=64, description="most tokens of a sequence: a prompt and a whole episode's "
+    max_positions: int = Field(3072, ge=64, description="most tokens of a sequence: a prompt and a whole episode's "
                                                         "budgets must fit (see `rollout`)")
     seed: int = Field(0, description="weight initialisation (same spec and data: byte-identical model)")
     pretrain: TinyPretrainParams = Field(
@@ -224,6 +228,10 @@ class ModelParams(Section):
     trust_remote_code: bool = Field(False, description="allow a checkpoint's own Python code")
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = Field(
         "auto", description="`auto` (bfloat16 on a GPU that has it, float32 on CPU), `float32`, `bfloat16`, `float16`")
+
+    def unread(self) -> frozenset[str]:
+        """``tiny`` unless the tiny model is built."""
+        return frozenset() if self.name_or_path == "tiny" else frozenset({"tiny"})
 
 
 class RolloutParams(Section):
@@ -327,14 +335,19 @@ class Params(Section):
         return getattr(self, name).model_dump(mode="json")
 
     def fingerprinted(self, name: str) -> dict[str, Any]:
-        """What a stage's fingerprint takes of a section: :meth:`section` without its execution fields."""
-        skip = execution_keys(type(getattr(self, name)))
+        """What a stage's fingerprint takes of a section: :meth:`section` without its execution fields and the
+        fields its values leave unread (:meth:`searchlab.config.Section.unread`)."""
+        skip = self._unfingerprinted(name)
         return {k: v for k, v in self.section(name).items() if k not in skip}
 
     def fingerprinted_keys(self, name: str) -> list[str]:
-        """The params keys of :meth:`fingerprinted`, for DVC: the section's name when it has no execution field."""
-        skip = execution_keys(type(getattr(self, name)))
+        """The params keys of :meth:`fingerprinted`, for DVC: the section's name when it leaves nothing out."""
+        skip = self._unfingerprinted(name)
         return [name] if not skip else [f"{name}.{k}" for k in self.section(name) if k not in skip]
+
+    def _unfingerprinted(self, name: str) -> set[str]:
+        section = getattr(self, name)
+        return execution_keys(type(section)) | section.unread()
 
 
 class ParamsError(ValueError):

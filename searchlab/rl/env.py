@@ -224,28 +224,37 @@ class Environment(Protocol):
     def reward_func(self, prompts, completions, **kwargs) -> list[float]: ...
 
 
+@dataclass(frozen=True)
+class WorldAids:
+    """What some rl options take from the world besides the retriever: ``distractors``, the (id, contents) pool the
+    noise curriculum draws replacement passages from; ``renamer`` (``rl.renamed``), the corpus's titles, permuted
+    anew for every draw of a step (:mod:`searchlab.rl.renamed`); ``demos``, each question id's demonstration turns
+    (:func:`searchlab.agent.replay.demonstration_turns`), what expert guidance puts into a group that failed
+    (``rl.guidance``)."""
+
+    distractors: Sequence[tuple[str, str]] = ()
+    renamer: TitleRenamer | None = None
+    demos: dict[str, list[str]] = field(default_factory=dict)
+
+
 class SearchEpisodes:
     """The environment side of RL: draws a step's questions, rolls them out, scores them.
 
-    ``questions`` are the qa stage's training questions; ``retriever`` is the
+    ``curriculum`` holds the qa stage's training questions; ``retriever`` is the
     real one, or a :class:`~searchlab.rl.simulated.SimulatedRetriever`
     (``rl.search.backend: simulated``; with no ``rl.search.simulator`` it is
-    handed the policy before every rollout); ``distractors`` the (id, contents) pool the noise curriculum draws
-    replacement passages from. ``renamer`` (``rl.renamed``): the corpus's titles, permuted anew for every
-    draw of a step (:mod:`searchlab.rl.renamed`). ``demos``: each question id's demonstration turns
-    (:func:`searchlab.agent.replay.demonstration_turns`), what expert guidance puts into a group that failed
-    (``rl.guidance``). ``trajectory_dir``: where the main process keeps
+    handed the policy before every rollout); ``aids`` what the noise curriculum, renaming and guidance take from
+    the world (:class:`WorldAids`). ``trajectory_dir``: where the main process keeps
     the episodes of every ``keep_every``-th step (``step-N.jsonl``, rewritten
     identically when a resumed run repeats a step; ``rl.steps`` // 10).
     """
 
     def __init__(self, tokenizer, retriever, curriculum: Curriculum, rollout_params: RolloutParams, rl: RLParams,
-                 distractors: Sequence[tuple[str, str]] = (), trajectory_dir: Path | None = None,
-                 renamer: TitleRenamer | None = None, demos: dict[str, list[str]] | None = None) -> None:
+                 aids: WorldAids = WorldAids(), trajectory_dir: Path | None = None) -> None:
         self.tokenizer, self.retriever, self.curriculum = tokenizer, retriever, curriculum
-        self.renamer, self.demos = renamer, demos or {}
+        self.renamer, self.demos = aids.renamer, aids.demos
         self.rollout_params, self.rl = rollout_params, rl
-        self.distractors = list(distractors)
+        self.distractors = list(aids.distractors)
         # every tenth step's episodes (every step's in a run of under 20): enough to read how the policy changed
         self.trajectory_dir, self.keep_every = trajectory_dir, max(1, rl.steps // 10)
         self.last: StepBatch | None = None

@@ -105,7 +105,7 @@ def build_trainer(job: RLJob, model, tokenizer, retriever, callbacks: list | Non
     """``(trainer, checkpoint to resume from or None)``: the GRPO trainer of :func:`train_rl` for ``job``, its
     curriculum restored from that checkpoint, scoring ``rl.dev.questions`` of ``job.dev`` at every checkpoint,
     guided (``rl.guidance``) by the demonstrations of ``job.demos``."""
-    from searchlab.rl.env import SearchEpisodes, load_curriculum_state
+    from searchlab.rl.env import SearchEpisodes, WorldAids, load_curriculum_state
     from searchlab.rl.trainer import make_search_trainer
 
     rl, checkpoint_dir = job.rl, job.work_dir / "checkpoints"
@@ -119,9 +119,8 @@ def build_trainer(job: RLJob, model, tokenizer, retriever, callbacks: list | Non
     distractors = []
     if "noise" in rl.curriculum and rl.search.backend == "real":
         distractors = [(r["id"], r["contents"]) for _, r in iter_jsonl(job.corpus)]
-    episodes = SearchEpisodes(tokenizer, retriever, curriculum, job.rollout, rl, distractors,
-                              job.work_dir / "trajectories", renamer=corpus_titles(job.corpus) if rl.renamed else None,
-                              demos=guidance_demos(job))
+    aids = WorldAids(distractors, corpus_titles(job.corpus) if rl.renamed else None, guidance_demos(job))
+    episodes = SearchEpisodes(tokenizer, retriever, curriculum, job.rollout, rl, aids, job.work_dir / "trajectories")
     trainer = make_search_trainer(rl, model, tokenizer, episodes, checkpoint_dir, callbacks)
     if rl.dev.questions:
         from searchlab.rl.dev import DevScoring
@@ -130,11 +129,11 @@ def build_trainer(job: RLJob, model, tokenizer, retriever, callbacks: list | Non
     return trainer, resume
 
 
-def guidance_demos(job: RLJob) -> dict | None:
+def guidance_demos(job: RLJob) -> dict[str, list[str]]:
     """The demonstrations ``rl.guidance`` puts into failed groups (:func:`demonstration_turns` of ``job.demos``),
-    None when guidance is off; a ValueError naming the key when it is on with no demonstrations file."""
+    none when guidance is off; a ValueError naming the key when it is on with no demonstrations file."""
     if not job.rl.guidance.enabled:
-        return None
+        return {}
     if job.demos is None or not job.demos.is_file():
         raise ValueError(f"rl.guidance.enabled: no demonstrations to guide with ({job.demos}); the qa stage writes "
                          f"them")

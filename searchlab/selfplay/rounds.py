@@ -36,7 +36,7 @@ import logging
 import random
 import time
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from searchlab.agent.episode import Rollout
@@ -138,6 +138,17 @@ class _PlayedRound:
     solver_params: RolloutParams
 
 
+@dataclass(frozen=True)
+class SelfPlayWorld:
+    """What self-play takes from the corpus and the qa stage: the seed answers (:func:`searchlab.selfplay.seeds.
+    seed_answers`), the qa stage's questions normalised (novelty is measured against them, and a proposal that
+    repeats one fails), and the KB check (``selfplay.kb_filter``; None: none)."""
+
+    seeds: list[str]
+    known: set[str] = field(default_factory=set)
+    kb_check: KBCheck | None = None
+
+
 class SelfPlayRounds:
     """The self-play environment of one training run (see the module doc); ``curriculum`` is None for the trainer.
 
@@ -147,15 +158,15 @@ class SelfPlayRounds:
 
     curriculum = None
 
-    def __init__(self, tokenizer, retriever, seeds: list[str], rollout_params: RolloutParams, params: SelfPlayParams,
-                 rounds_dir: Path, known_questions: set[str], kb_check: KBCheck | None = None,
-                 proposer: tuple | None = None) -> None:
+    def __init__(self, tokenizer, retriever, world: SelfPlayWorld, rollout_params: RolloutParams,
+                 params: SelfPlayParams, rounds_dir: Path, proposer: tuple | None = None) -> None:
+        seeds = world.seeds
         if len(seeds) < params.proposals_per_round:
             raise ValueError(f"selfplay.proposals_per_round is {params.proposals_per_round}, but the corpus gives only "
                              f"{len(seeds)} seed answers")
         self.tokenizer, self.retriever, self.seeds, self.proposer = tokenizer, retriever, seeds, proposer
         self.rollout_params, self.params = rollout_params, params
-        self.rounds_dir, self.known, self.kb_check = rounds_dir, known_questions, kb_check
+        self.rounds_dir, self.known, self.kb_check = rounds_dir, world.known, world.kb_check
         self.kept: set[str] | None = None  # normalised kept questions, read back from earlier rounds when first needed
         self.history: list[dict] = []  # earlier rounds' kept questions: the solver's replay
         self.last: StepBatch | None = None

@@ -21,7 +21,7 @@ from searchlab.questions.record import read_questions
 from searchlab.rl.train import dev_figures
 from searchlab.scoring import normalize_answer
 from searchlab.selfplay.config import SelfPlayParams
-from searchlab.selfplay.rounds import SelfPlayRounds, round_file, round_summary
+from searchlab.selfplay.rounds import SelfPlayRounds, SelfPlayWorld, round_file, round_summary
 from searchlab.selfplay.seeds import seed_answers
 from searchlab.synth.config import QAParams
 from searchlab.train.common import ProgressLog, resume_point, train_and_save
@@ -119,8 +119,9 @@ def build_selfplay_trainer(job: SelfPlayJob, model, tokenizer, retriever, known:
     from searchlab.selfplay.verify import KBCheck
 
     selfplay = job.selfplay
-    rounds = SelfPlayRounds(tokenizer, retriever, seed_answers(job.corpus, job.qa, selfplay.seeds), job.rollout,
-                            selfplay, job.work_dir / "rounds", known, KBCheck(kb) if kb is not None else None, proposer)
+    world = SelfPlayWorld(seed_answers(job.corpus, job.qa, selfplay.seeds), known,
+                          KBCheck(kb) if kb is not None else None)
+    rounds = SelfPlayRounds(tokenizer, retriever, world, job.rollout, selfplay, job.work_dir / "rounds", proposer)
     progress = ProgressLog("selfplay: round", PROGRESS, selfplay.rounds)
     trainer = make_search_trainer(selfplay, model, tokenizer, rounds, job.work_dir / "checkpoints",
                                   [progress.callback, *(callbacks or [])], save_total_limit=selfplay.keep_checkpoints)

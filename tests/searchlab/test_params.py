@@ -290,3 +290,19 @@ def test_delete_of_a_key_no_parent_sets_is_refused_with_its_file_and_line(tmp_pa
     with pytest.raises(ParamsError, match=r"override 'rl.nope=!delete': !delete removes a key the params set, "
                                           r"but they do not set rl.nope"):
         load_params(tmp_path / "parent.yaml", ["rl.nope=!delete"])
+
+
+def test_a_pretrained_model_s_fingerprint_leaves_the_tiny_model_out_and_an_imported_corpus_the_world():
+    """Editing model.tiny for SmolLM2, or corpus.world for a JSONL corpus, changes no stage's fingerprint or DVC
+    params; for the tiny model and the synthetic world it does."""
+    own = load_params(Path("params/own-data.yaml"))
+    edited = load_params(Path("params/own-data.yaml"), ["model.tiny.layers=3", "corpus.world.entities=99"])
+    assert own.fingerprinted("model") == edited.fingerprinted("model") and "tiny" not in own.fingerprinted("model")
+    assert own.fingerprinted("corpus") == edited.fingerprinted("corpus")
+    assert "model.tiny" not in own.fingerprinted_keys("model") and "model.name_or_path" in own.fingerprinted_keys("model")
+    assert "corpus.world" not in own.fingerprinted_keys("corpus")
+    demo = load_params(Path("params/default.yaml"))
+    tiny_edit = load_params(Path("params/default.yaml"), ["model.tiny.layers=3", "corpus.world.entities=99"])
+    assert demo.fingerprinted("model") != tiny_edit.fingerprinted("model")
+    assert demo.fingerprinted("corpus") != tiny_edit.fingerprinted("corpus")
+    assert demo.fingerprinted_keys("model") == ["model"] and demo.fingerprinted_keys("corpus") == ["corpus"]

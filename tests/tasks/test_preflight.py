@@ -82,6 +82,17 @@ def test_five_mistakes_are_all_reported_in_one_run_with_key_and_line(tmp_path):
                      "rl.reward.rubric_weight": "params/mistakes.yaml line 11"}
 
 
+def test_the_schema_s_defaults_are_a_valid_configuration_on_their_own(tmp_path):
+    """A profile of one's own that states nothing (an empty file, or only `extends: schema`) plans without a
+    problem: the defaults fit together (the episode budget within the tiny model's positions)."""
+    for text in ("", "extends: schema\n"):
+        mine = tmp_path / "params/mine.yaml"
+        mine.parent.mkdir(exist_ok=True)
+        mine.write_text(text)
+        found = preflight(load_params(mine), mine, REPO)
+        assert found.problems == [], [p.message for p in found.problems]
+
+
 @pytest.mark.slow
 def test_budgets_that_cannot_fit_the_model_s_positions_are_refused_naming_the_keys(tmp_path):
     for profile in sorted((REPO / "params").glob("*.yaml")):  # every shipped profile fits its model

@@ -20,7 +20,7 @@ from searchlab.jsonl import read_jsonl
 from searchlab.params import ModelParams, RetrieverParams, RolloutParams
 from searchlab.retrieval.base import Hit
 from searchlab.selfplay.config import SelfPlayParams
-from searchlab.selfplay.rounds import SelfPlayRounds, proposer_reward
+from searchlab.selfplay.rounds import SelfPlayRounds, SelfPlayWorld, proposer_reward
 from searchlab.selfplay.seeds import draw_seeds, seed_answers
 from searchlab.selfplay.train import SelfPlayJob, train_selfplay
 from searchlab.selfplay.verify import Proposal, names_in, screen
@@ -221,7 +221,7 @@ def test_rounds_verify_reward_record_and_resume_exactly(world, tokenizer, tmp_pa
 def test_a_round_s_batch_has_both_roles_and_fills_missing_solver_groups(world, tokenizer, tmp_path):
     corpus, qa, retriever = world
     params = _params(rounds=1)
-    rounds = SelfPlayRounds(tokenizer, retriever, seed_answers(corpus, QA), ROLLOUT, params, tmp_path, set())
+    rounds = SelfPlayRounds(tokenizer, retriever, SelfPlayWorld(seed_answers(corpus, QA)), ROLLOUT, params, tmp_path)
     from searchlab.rl.trainer import make_search_trainer
 
     trainer = make_search_trainer(params, policy(tokenizer), tokenizer, rounds, tmp_path / "checkpoints")
@@ -340,7 +340,7 @@ def test_guidance_plays_the_proposer_s_path_in_a_solver_group_with_no_right_epis
     question = PROPOSALS["Tokyo"]
     monkeypatch.setattr(f"{__name__}.STUCK", {question})  # verified, but every solver episode answers "unknown"
     params = _params(rounds=1, guidance={"enabled": True})
-    rounds = SelfPlayRounds(tokenizer, retriever, seed_answers(corpus, QA), ROLLOUT, params, tmp_path, set())
+    rounds = SelfPlayRounds(tokenizer, retriever, SelfPlayWorld(seed_answers(corpus, QA)), ROLLOUT, params, tmp_path)
     trainer = make_search_trainer(params, policy(tokenizer), tokenizer, rounds, tmp_path / "checkpoints")
     batch = trainer._generate_and_score_completions([{"prompt": str(i)} for i in range(10)])
     last = rounds.last
@@ -360,7 +360,7 @@ def test_guidance_plays_the_proposer_s_path_in_a_solver_group_with_no_right_epis
 def test_a_round_with_a_frozen_proposer_trains_solver_groups_and_fillers_only(world, tokenizer, tmp_path):
     corpus, qa, retriever = world
     params = _params(rounds=1, proposer="sft")
-    rounds = SelfPlayRounds(tokenizer, retriever, seed_answers(corpus, QA), ROLLOUT, params, tmp_path, set(),
+    rounds = SelfPlayRounds(tokenizer, retriever, SelfPlayWorld(seed_answers(corpus, QA)), ROLLOUT, params, tmp_path,
                             proposer=(policy(tokenizer).eval(), tokenizer))
     from searchlab.rl.trainer import make_search_trainer
 
