@@ -139,6 +139,13 @@ class CLPOParams(Section):
     diversify: bool = Field(True, description="add a rephrasing of a question in reach (from the synthesis "
                                               "templates)")
 
+    @model_validator(mode="after")
+    def _thresholds_ordered(self) -> "CLPOParams":
+        if self.too_hard_at >= self.mastered_at:
+            raise ValueError(f"rl.clpo.too_hard_at ({self.too_hard_at}) must lie below rl.clpo.mastered_at "
+                             f"({self.mastered_at})")
+        return self
+
 
 @dataclass(frozen=True)
 class GRPOPlan:
@@ -319,9 +326,6 @@ class RLParams(GRPOTrainingParams):
         if clpo_clash(self.curriculum):
             raise ValueError(f"rl.curriculum: clpo draws from its own pool and combines only with noise, got "
                              f"{self.curriculum}")
-        if self.clpo.too_hard_at >= self.clpo.mastered_at:
-            raise ValueError(f"rl.clpo.too_hard_at ({self.clpo.too_hard_at}) must lie below rl.clpo.mastered_at "
-                             f"({self.clpo.mastered_at})")
         if self.search.backend == "simulated" and self.search.simulator is None and self.use_vllm:
             raise ValueError("rl.search.simulator: self-search (null) writes passages with the policy's Hugging Face "
                              "model, which rl.use_vllm replaces; name a simulator folder or set rl.use_vllm: false")

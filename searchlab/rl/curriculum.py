@@ -317,10 +317,6 @@ class CLPO(Part):
 
     def __init__(self, questions: list[QuestionRecord], params: CLPOParams, seed: int,
                  restructurer: Restructurer | None):
-        # rl's schema checks the thresholds too, but a CLPOParams on its own cannot: it has no cross-field check
-        if params.too_hard_at >= params.mastered_at:
-            raise ValueError(f"clpo too_hard_at ({params.too_hard_at}) must lie below mastered_at "
-                             f"({params.mastered_at})")
         if (params.restructure or params.diversify) and restructurer is None:
             raise ValueError("clpo restructure or diversify is on, but no restructurer was given to build the rewrites")
         self.questions, self.params, self.seed, self.restructurer = questions, params, seed, restructurer
@@ -473,9 +469,9 @@ class Curriculum:
 
     ``questions``: the training questions (see the module docstring). ``kinds``: a subset of :data:`KINDS`;
     no choosing part is uniform sampling. ``seed`` and the step seed every draw. ``total_steps``: the run's
-    length, which the noise schedule spans. Each part is configured by its params section (``difficulty``,
-    ``sec``, ``noise``, ``clpo``; the defaults when None), validated by the params schema whether or not that
-    part is on, so a bad config fails at once; ``restructurer`` builds clpo's rewrites (required when clpo
+    length, which the noise schedule spans. Each part is configured by its section of ``rl`` (``rl.difficulty``,
+    ``rl.sec``, ``rl.noise``, ``rl.clpo``; the schema's defaults when None), validated by the params schema
+    whether or not that part is on, so a bad config fails at once; ``restructurer`` builds clpo's rewrites (required when clpo
     rewrites anything). ``shorthands``: single section fields by flat names (:data:`SHORTHANDS`: ``window``,
     ``sec_alpha``, ``noise_base``, ...), for tests and scripts; the rl stage uses :meth:`from_params`.
 
@@ -484,9 +480,7 @@ class Curriculum:
     """
 
     def __init__(self, questions: list[QuestionRecord], kinds: Sequence[str], seed: int, total_steps: int, *,
-                 difficulty: DifficultyCurriculumParams | None = None, sec: SECParams | None = None,
-                 noise: NoiseCurriculumParams | None = None, clpo: CLPOParams | None = None,
-                 restructurer: Restructurer | None = None, **shorthands):
+                 rl: RLParams | None = None, restructurer: Restructurer | None = None, **shorthands):
         if not questions:
             raise ValueError("questions is empty: a curriculum needs at least one training question")
         if isinstance(kinds, str):  # "sec" would otherwise read as the kinds "s", "e", "c"
@@ -504,16 +498,17 @@ class Curriculum:
         for name in shorthands:
             if name not in SHORTHANDS:
                 raise TypeError(f"Curriculum() got an unexpected keyword argument {name!r}")
-        difficulty = _with_shorthands(difficulty or DifficultyCurriculumParams(), "difficulty", shorthands)
-        sec = _with_shorthands(sec or SECParams(), "sec", shorthands)
-        noise = _with_shorthands(noise or NoiseCurriculumParams(), "noise", shorthands)
+        rl = rl or RLParams()  # the parts' sections: rl.difficulty, rl.sec, rl.noise, rl.clpo
+        difficulty = _with_shorthands(rl.difficulty, "difficulty", shorthands)
+        sec = _with_shorthands(rl.sec, "sec", shorthands)
+        noise = _with_shorthands(rl.noise, "noise", shorthands)
 
         self.questions = list(questions)
         self.kinds = frozenset(kinds)
         self.seed, self.total_steps = seed, total_steps
         self.difficulty = Difficulty(self.questions, difficulty) if "difficulty" in self.kinds else None
         self.sec = SEC(self.questions, sec, gate=self.difficulty) if "sec" in self.kinds else None
-        self.clpo = CLPO(self.questions, clpo or CLPOParams(), seed, restructurer) if "clpo" in self.kinds else None
+        self.clpo = CLPO(self.questions, rl.clpo, seed, restructurer) if "clpo" in self.kinds else None
         self.noise = NoiseSchedule(noise, total_steps) if "noise" in self.kinds else None
         # in the order they learn, log and save: difficulty before sec, as SEC's arms follow the level
         self.parts: list[Part] = [p for p in (self.difficulty, self.sec, self.clpo) if p is not None]
@@ -526,8 +521,7 @@ class Curriculum:
                     restructurer: Restructurer | None = None) -> Curriculum:
         """The curriculum of the rl stage: ``rl.curriculum``'s parts, each from its section of ``rl``, seeded by
         ``rl.seed`` over ``rl.steps`` steps."""
-        return cls(questions, rl.curriculum, rl.seed, rl.steps, difficulty=rl.difficulty, sec=rl.sec,
-                   noise=rl.noise, clpo=rl.clpo, restructurer=restructurer)
+        return cls(questions, rl.curriculum, rl.seed, rl.steps, rl=rl, restructurer=restructurer)
 
     @property
     def level(self) -> int:

@@ -80,12 +80,27 @@ def synthesize(params: QAParams, retriever: RetrieverParams, corpus_dir: Path, i
 
 # ---------------------------------------------------------------------- one shard
 def _run_shard(params: QAParams, kb: KB, search, roster: Roster, nli, index: int, targets: list[str]) -> dict:
-    rng = random.Random(f"{params.seed}/shard/{index}")
-    yes_no = params.yes_no
-    builder = Builder(kb, rng, params.min_cue_matches, params.max_cues, yes_no)
+    """One shard of synthesis: candidates for ``targets``, the checks, the demonstrations; its questions and counts."""
+    rng = random.Random(f"{params.seed}/shard/{index}")  # the builder's, then the demonstrations' stream
+    rejected: Counter[str] = Counter()
+    candidates = _candidates(params, kb, rng, index, targets, rejected)
+    attempts = len(targets) * (params.attempts_per_target + params.heldout_attempts_per_target)
+    kept = _checked(params, kb, search, roster, nli, candidates, rejected)
+    # demonstrations for the questions that train (held-out ones are only ever evaluated)
+    training = [q for q in kept if not is_heldout(params, q.answers[0])]
+    demos, proposals = _demonstrations(params, kb, search, rng, index, training, rejected)
+    records = [{**q.to_json(), "demo": demos.get(q.id), "proposal_demo": proposals.get(q.id)} for q in kept
+               if q.id not in demos or demos[q.id] is not None]
+    return {"shard": index, "attempts": attempts, "candidates": len(candidates), "questions": records,
+            "rejected": dict(rejected)}
+
+
+def _candidates(params: QAParams, kb: KB, rng: random.Random, index: int, targets: list[str],
+                rejected: Counter[str]) -> list[Question]:
+    """The questions built for ``targets`` (``attempts_per_target`` each from ``rng``, then the held-out suites'
+    extra attempts from a stream of their own), distinct by text; the builders' refusals go to ``rejected``."""
     kinds = [k for k in QUESTION_TYPES if params.types.get(k, 0) > 0]
     weights = [params.types[k] for k in kinds]
-    rejected: Counter[str] = Counter()
     candidates: list[Question] = []
     seen: set[str] = set()
 
@@ -101,21 +116,26 @@ def _run_shard(params: QAParams, kb: KB, search, roster: Roster, nli, index: int
         seen.add(key)
         candidates.append(q)
 
+    builder = Builder(kb, rng, params.min_cue_matches, params.max_cues, params.yes_no)
     for target in targets:
         for n in range(params.attempts_per_target):
             attempt(builder, target, str(n))
     # Extra attempts for the benchmark suites only, from a stream of their own: the training questions stay
     # exactly what they are without them.
     extra = Builder(kb, random.Random(f"{params.seed}/shard/{index}/heldout"), params.min_cue_matches,
-                    params.max_cues, yes_no)
+                    params.max_cues, params.yes_no)
     for target in targets:
         for n in range(params.heldout_attempts_per_target):
             attempt(extra, target, f"h{n}", heldout_only=True)
     rejected.update(builder.reasons)
     rejected.update(extra.reasons)
-    attempts = len(targets) * (params.attempts_per_target + params.heldout_attempts_per_target)
+    return candidates
 
-    # (a) constraint decomposition: each constraint must be matched to a passage that states it
+
+def _checked(params: QAParams, kb: KB, search, roster: Roster, nli, candidates: list[Question],
+             rejected: Counter[str]) -> list[Question]:
+    """The candidates that pass the checks, with their difficulty features: (a) every constraint matched to a
+    passage that states it, (b) the solvers' consensus; each refusal counted in ``rejected`` by reason."""
     matched = [q for q in candidates if evidence_matched(kb, q, nli)]
     rejected["evidence_unmatched"] += len(candidates) - len(matched)
 
@@ -126,7 +146,6 @@ def _run_shard(params: QAParams, kb: KB, search, roster: Roster, nli, index: int
     for q, ids in zip(matched, ranked_ids):
         q.features["answer_rank"] = _answer_rank(q, ids, params.rank_depth)
 
-    # (b) multi-solver consensus
     kept: list[Question] = []
     for q, rates in zip(matched, roster.pass_rates(matched, ranked_ids)):
         q.features["pass_rates"] = rates
@@ -137,9 +156,12 @@ def _run_shard(params: QAParams, kb: KB, search, roster: Roster, nli, index: int
             q.features.update(hops=q.hops, cues=len(q.constraints))
             q.features["bucket"] = difficulty_bucket(q)
             kept.append(q)
+    return kept
 
-    # demonstrations for the questions that train (held-out ones are only ever evaluated)
-    training = [q for q in kept if not is_heldout(params, q.answers[0])]
+
+def _demonstrations(params: QAParams, kb: KB, search, rng: random.Random, index: int, training: list[Question],
+                    rejected: Counter[str]) -> tuple[dict, dict]:
+    """``(solver demonstrations, proposer demonstrations)`` by question id (None: none could be written)."""
     writer = DemoWriter(kb, search, params.demos.topk, params.demos.max_rephrasings, rng, cite=params.demos.cite)
     demos = dict(zip((q.id for q in training), writer.write(training)))
     rejected.update(writer.reasons)
@@ -149,10 +171,7 @@ def _run_shard(params: QAParams, kb: KB, search, roster: Roster, nli, index: int
                               random.Random(f"{params.seed}/shard/{index}/proposer"))
         with_demo = [q for q in training if demos[q.id] is not None]
         proposals = dict(zip((q.id for q in with_demo), proposer.write_proposals(with_demo)))
-    records = [{**q.to_json(), "demo": demos.get(q.id), "proposal_demo": proposals.get(q.id)} for q in kept
-               if q.id not in demos or demos[q.id] is not None]
-    return {"shard": index, "attempts": attempts, "candidates": len(candidates), "questions": records,
-            "rejected": dict(rejected)}
+    return demos, proposals
 
 
 def evidence_matched(kb: KB, q: Question, nli) -> bool:

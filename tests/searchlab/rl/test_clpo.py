@@ -50,7 +50,7 @@ def questions(kb) -> dict[str, list[QuestionRecord]]:
 
 
 def clpo(questions: list[QuestionRecord], restructurer: Restructurer | None, seed: int = 0, **params) -> Curriculum:
-    return Curriculum(questions, ["clpo"], seed=seed, total_steps=20, clpo=CLPOParams(**params),
+    return Curriculum(questions, ["clpo"], seed=seed, total_steps=20, rl=RLParams(clpo=CLPOParams(**params)),
                       restructurer=restructurer)
 
 
@@ -237,8 +237,8 @@ def test_configuration_errors(kb, questions, tmp_path):
         clpo(qs, None)
     with pytest.raises(ValueError, match="cannot be combined with sec"):
         Curriculum(qs, ["clpo", "sec"], seed=0, total_steps=5, restructurer=Restructurer(kb))
-    with pytest.raises(ValueError, match="must lie below mastered_at"):
-        clpo(qs, Restructurer(kb), too_hard_at=0.5, mastered_at=0.5)
+    with pytest.raises(ValueError, match=r"rl.clpo.too_hard_at \(0.5\) must lie below rl.clpo.mastered_at"):
+        CLPOParams(too_hard_at=0.5, mastered_at=0.5)
     Curriculum(qs, ["noise", "clpo"], seed=0, total_steps=5, restructurer=Restructurer(kb))  # noise combines
     # the rl stage refuses a corpus without a KB before loading anything (model, tokenizer, retriever unused)
     (tmp_path / "corpus.jsonl").write_text("")
