@@ -47,6 +47,21 @@ PRIVATE_METHODS = {
 }
 PRIVATE_ATTRIBUTES = ("_step", "_buffered_inputs", "_metrics")  # _prepare_inputs' buffer; the logged metrics
 
+# TRL 1.16 reads transformers' deprecated ``model.is_gradient_checkpointing`` whenever it unwraps the policy for
+# generation (``trl.models.utils``, every RL step and dev scoring): a FutureWarning of theirs on every step. It is
+# ignored by its exact message, from the module that raises it, and nothing else;
+# tests/searchlab/rl/test_trl_private.py fails once the installed TRL no longer triggers it, so the filter goes then.
+TRL_DEPRECATION = (r"`is_gradient_checkpointing` is deprecated and will be removed in v6\. "
+                   r"Use `is_activation_checkpointing` instead\.")
+TRL_DEPRECATION_MODULE = r"transformers\.modeling_utils"
+
+
+def ignore_trl_deprecation() -> None:
+    """Ignore :data:`TRL_DEPRECATION` in this process (idempotent: the warnings module keeps one copy)."""
+    import warnings
+
+    warnings.filterwarnings("ignore", message=TRL_DEPRECATION, category=FutureWarning, module=TRL_DEPRECATION_MODULE)
+
 
 class SearchGRPOTrainer(GRPOTrainer):
     """``GRPOTrainer`` plus the curriculum's updates, the seeds' estimators, LLDS, the likelihood curves and
@@ -282,5 +297,6 @@ def make_search_trainer(grpo: GRPOTrainingParams, model, tokenizer, episodes, ch
     slots = Dataset.from_dict({"prompt": [str(i) for i in range(plan.steps * plan.groups_per_step * world_size())]})
     # TRL warns that rollout_func is experimental; the pinned TRL version is the one this module was checked on
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    ignore_trl_deprecation()
     return SearchGRPOTrainer(model=model, args=args, train_dataset=slots, processing_class=tokenizer,
                              callbacks=callbacks, episodes=episodes, grpo=grpo, peft_config=peft_config(grpo.lora))
