@@ -41,6 +41,26 @@ def _load(root: Path, params_file: str, overrides: list[str] | None) -> Params:
         raise _fail(str(err), 2) from None
 
 
+def _check_port(port: int | None, flag: str) -> None:
+    """Refuse a ``flag`` value that is no TCP port, in one line, before anything starts."""
+    if port is not None and not 1 <= port <= 65535:
+        raise _fail(f"{flag} {port}: a port is a number from 1 to 65535", 2)
+
+
+def _check_cron(cron: str | None) -> None:
+    """Refuse a ``--cron`` that is no cron schedule, in one line, before a server is asked or a pool is made."""
+    if cron is None:
+        return
+    from prefect.client.schemas.schedules import CronSchedule
+    from pydantic import ValidationError
+
+    try:
+        CronSchedule(cron=cron)
+    except ValidationError:
+        raise _fail(f"--cron {cron!r}: not a cron schedule; five fields, minute hour day-of-month month "
+                    "day-of-week, e.g. '0 3 * * *' (03:00 every day)", 2) from None
+
+
 def _fail(message: str, code: int = 1) -> typer.Exit:
     # escape: a message quoting `--set eval.suites=[x]` is text, not markup; soft_wrap: a long path stays whole
     # (the terminal wraps it), so it can be copied from the message
@@ -276,6 +296,9 @@ def _open_retriever(root: Path, params: Params):
         raise _fail(str(err)) from None
 
 
+SHOWN_CHARACTERS = 600  # of a passage `searchlab search` prints
+
+
 @app.command()
 def search(
     query: Annotated[str, typer.Argument(help="the query")],
@@ -284,20 +307,39 @@ def search(
     overrides: SetOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the hits as JSON")] = False,
 ) -> None:
-    """Print the top hits for a query from the built index (or from retriever.url)."""
+    """Print the top hits for a query from the built index (or from retriever.url); a long passage is cut at
+    SHOWN_CHARACTERS (`--json` prints them whole)."""
+    from searchlab.retrieval.base import RetrieverError
+
     if not query.strip():
         raise _fail("the query is empty: pass the words to search for, e.g. searchlab search 'Kroustrenholm'", 2)
+    if k is not None and k < 1:
+        raise _fail(f"-k {k}: the number of hits to show is at least 1", 2)
     root = find_root()
     params = _load(root, params_file, overrides)
     retriever = _open_retriever(root, params)
-    hits = retriever.search([query], k or params.retriever.topk)[0]
+    try:
+        hits = retriever.search([query], k or params.retriever.topk)[0]
+    except (RetrieverError, ValueError) as err:  # a server down or refusing (k over its max_topk)
+        raise _fail(str(err)) from None
     if as_json:
         print(json.dumps([{"id": h.id, "score": h.score, "contents": h.contents} for h in hits], ensure_ascii=False))
         return
+    if not hits:
+        console.print(f"no passage matches {query!r}", highlight=False)
     for rank, hit in enumerate(hits, start=1):
-        title, _, text = hit.contents.partition("\n")
-        console.print(f"[bold]{rank}. {title}[/bold]  [dim]id={hit.id} score={hit.score:.3f}[/dim]", highlight=False)
-        console.print(f"   {text}", highlight=False)
+        heading, text = shown_hit(rank, hit)
+        console.print(f"[bold]{escape(heading)}[/bold]", highlight=False)
+        console.print(f"   {escape(text)}", highlight=False)
+
+
+def shown_hit(rank: int, hit) -> tuple[str, str]:
+    """How `searchlab search` prints a hit: ``(heading, text)``, the heading its rank, title, id and score, each
+    cut at SHOWN_CHARACTERS."""
+    title, _, text = hit.contents.partition("\n")
+    if len(text) > SHOWN_CHARACTERS:
+        text = f"{text[:SHOWN_CHARACTERS]}… ({len(text):,} characters; --json prints them all)"
+    return f"{rank}. {title[:SHOWN_CHARACTERS]}  id={hit.id} score={hit.score:.3f}", text
 
 
 def _model_path(root: Path, params: Params, model: str) -> str:
@@ -419,6 +461,7 @@ def serve_retriever(
     port: Annotated[Optional[int], typer.Option(help="port (default: retriever.port)")] = None,
 ) -> None:
     """Serve the built index over HTTP with Search-R1's POST /retrieve API (default topk: retriever.topk)."""
+    _check_port(port, "--port")
     root = find_root()
     params = _load(root, params_file, overrides)
     from searchlab.retrieval.server import serve
@@ -467,6 +510,10 @@ def ui(
     host: Annotated[str, typer.Option(help="bind address; keep 127.0.0.1 unless you mean to expose them")] = "127.0.0.1",
 ) -> None:
     """Start the Prefect server and the MLflow UI for this project and print their URLs (Ctrl-C stops both)."""
+    _check_port(prefect_port, "--prefect-port")
+    _check_port(mlflow_port, "--mlflow-port")
+    if prefect_port == mlflow_port:
+        raise _fail(f"--prefect-port and --mlflow-port are both {prefect_port}: the two servers need a port each", 2)
     root = find_root()
     params = _load(root, DEFAULT_PARAMS, [])
     from flows.processes import start_bound, stop_all
@@ -558,6 +605,7 @@ def serve(
 
     Runs may not set endpoint URLs or secret-bearing keys (url, *_uri, *_env...) the served params do not hold.
     """
+    _check_cron(cron)
     root = find_root()
     params = _load(root, params_file, overrides)
     _check_stages(stages)
@@ -639,6 +687,7 @@ def deploy(
     schedule, the API) execute on whichever `searchlab worker` of the pool picks them up, which checks them
     against its own params: endpoint URLs and secret-bearing keys only as the worker's params hold them.
     """
+    _check_cron(cron)
     root = find_root()
     params = _load(root, params_file, overrides)
     _check_stages(stages)

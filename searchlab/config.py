@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 class Section(BaseModel):
     """Base for every params section: unknown keys are errors, values are checked strictly."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     def unread(self) -> frozenset[str]:
         """The fields this section's own values leave unread (``model.tiny`` for a pretrained model): a stage's

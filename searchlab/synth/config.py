@@ -145,6 +145,9 @@ class QAParams(Section):
             if not re.match(NAME_PATTERN, name):
                 raise ValueError(f"qa.files.{name}: a file's name may hold only letters, digits, '_', '.' and '-', "
                                  "starting with a letter or digit")
+        negative = [f"{kind} ({share})" for kind, share in self.types.items() if share < 0]
+        if negative:
+            raise ValueError(f"qa.types: a share is 0 or more, got {', '.join(negative)}")
         if sum(self.types.values()) <= 0:
             raise ValueError("qa.types: at least one share must be positive")
         roles = {s.role for s in self.solvers}

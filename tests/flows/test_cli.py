@@ -33,6 +33,11 @@ FLASHRAG_LINE = '{"id": "q1", "question": "Who?", "golden_answers": ["Ann"]}\n'
      "eval.benchmarks.mine: {project}/latin1.jsonl: line 2: not UTF-8 text: bytes b'\\xe9' at byte 33 of the line"),
     (["ask", "  "], "error: the question is empty"),
     (["search", ""], "error: the query is empty"),
+    (["search", "Ann", "-k", "0"], "error: -k 0: the number of hits to show is at least 1"),
+    (["search", "Ann", "-k", "-3"], "error: -k -3: the number of hits to show is at least 1"),
+    (["serve-retriever", "--port", "99999"], "error: --port 99999: a port is a number from 1 to 65535"),
+    (["serve", "--cron", "not a cron"], "error: --cron 'not a cron': not a cron schedule"),
+    (["deploy", "--pool", "nightly", "--cron", "61 * * * *"], "error: --cron '61 * * * *': not a cron schedule"),
 ])
 def test_input_problems_exit_2_naming_the_key_before_anything_runs(tmp_path, args, message):
     """Each fails in the CLI itself, before Prefect starts: no data, no Prefect or MLflow state left behind."""
@@ -45,6 +50,40 @@ def test_input_problems_exit_2_naming_the_key_before_anything_runs(tmp_path, arg
     assert message.format(project=project) in bad.stderr
     assert "Traceback" not in bad.stderr
     assert sorted(p.name for p in project.iterdir()) == ["latin1.jsonl", "mine.jsonl", "params"]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--prefect-port", "70000"], "error: --prefect-port 70000: a port is a number from 1 to 65535"),
+    (["--mlflow-port", "0"], "error: --mlflow-port 0: a port is a number from 1 to 65535"),
+    (["--prefect-port", "4311", "--mlflow-port", "4311"],
+     "error: --prefect-port and --mlflow-port are both 4311: the two servers need a port each"),
+])
+def test_ui_refuses_ports_it_cannot_use_at_once(tmp_path, args, message):
+    project = make_project(tmp_path / "project")
+    started = time.monotonic()
+    bad = run_cli(project, "ui", *args, check=False, timeout=60)
+    assert bad.returncode == 2 and message in bad.stderr and "Traceback" not in bad.stderr
+    assert time.monotonic() - started < 30  # refused, not waited on
+    assert not (project / ".prefect").exists()
+
+
+def test_a_huge_passage_is_shown_cut_with_its_length():
+    from flows.cli import SHOWN_CHARACTERS, shown_hit
+    from searchlab.retrieval.base import Hit
+
+    heading, text = shown_hit(1, Hit("p1", '"Vast"\n' + "word " * 1_000_000, 2.5))
+    assert heading == '1. "Vast"  id=p1 score=2.500'
+    assert len(text) < SHOWN_CHARACTERS + 80 and text.endswith("… (5,000,000 characters; --json prints them all)")
+    assert shown_hit(2, Hit("p2", '"Small"\nA town.', 1.0)) == ('2. "Small"  id=p2 score=1.000', "A town.")
+
+
+def test_a_search_against_a_retriever_that_is_down_is_one_line(tmp_path):
+    project = make_project(tmp_path / "project")
+    down = run_cli(project, "search", "Ann", "--params", "params/smoke.yaml", "--set",
+                   "retriever.url=http://127.0.0.1:9", check=False, timeout=60)
+    assert down.returncode == 1 and "Traceback" not in down.stderr
+    [line] = [line for line in down.stderr.splitlines() if line.strip()]
+    assert line.startswith("error: cannot reach the retrieval server at http://127.0.0.1:9/retrieve")
 
 
 @pytest.mark.slow
@@ -79,6 +118,10 @@ def test_run_status_search_and_param_errors(prefect_server, tmp_path):
     hits = json.loads(run_cli(project, "search", title, "--params", "params/smoke.yaml", "--json", "-k", "3").stdout)
     assert len(hits) == 3
     assert title in hits[0]["contents"].split("\n")[0]
+    shown = run_cli(project, "search", title, "--params", "params/smoke.yaml", "-k", "1").stdout
+    assert shown.startswith(f"1. {hits[0]['contents'].split(chr(10))[0]}")
+    nothing = run_cli(project, "search", "zzqxjv", "--params", "params/smoke.yaml").stdout
+    assert nothing.strip() == "no passage matches 'zzqxjv'"
 
     # the trained agent answers through the built index; the registry alias names the same folder
     question = json.loads((project / "data/benchmarks/world-single.jsonl").read_text().splitlines()[0])["question"]

@@ -306,3 +306,16 @@ def test_a_pretrained_model_s_fingerprint_leaves_the_tiny_model_out_and_an_impor
     assert demo.fingerprinted("model") != tiny_edit.fingerprinted("model")
     assert demo.fingerprinted("corpus") != tiny_edit.fingerprinted("corpus")
     assert demo.fingerprinted_keys("model") == ["model"] and demo.fingerprinted_keys("corpus") == ["corpus"]
+
+
+@pytest.mark.parametrize("override, message", [
+    ("rl.steps=true", r"rl.steps \(from --set rl.steps=true\): Input should be a valid integer"),
+    ("rl.steps=2.5", r"rl.steps \(from --set rl.steps=2.5\): Input should be a valid integer"),
+    ("rollout.extractive_answers=1", r"rollout.extractive_answers \(from --set rollout.extractive_answers=1\): "
+                                     r"Input should be a valid boolean"),
+    ("qa.types.single=-0.2", r"qa.types: a share is 0 or more, got single \(-0.2\)"),
+])
+def test_values_are_checked_strictly_a_boolean_is_no_number_and_a_share_no_negative(override, message):
+    with pytest.raises(ParamsError, match=message):
+        load_params(Path("params/default.yaml"), [override])
+    assert load_params(Path("params/default.yaml"), ["rl.learning_rate=1"]).rl.learning_rate == 1.0  # int for float
