@@ -26,6 +26,7 @@ the stage's code imports it (:mod:`tasks.imports`).
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any, Literal
 
@@ -567,8 +568,12 @@ def _describe(err: ValidationError, path: Path, lines: Lines, overrides) -> str:
     (the file and line, the ``--set`` that made it, or both for a cross-field check). A key ``path`` inherits
     through ``extends:`` is named with the file that writes it."""
     problems = []
-    for e in err.errors():
-        loc = tuple(str(p) for p in e["loc"])
+    errors = err.errors()
+    for e in errors:
+        if _other_branch(e, errors):
+            continue
+        # a union's member names its branch in the location (``EvalModelParams``): not a key the reader wrote
+        loc = tuple(str(p) for p in e["loc"] if not (isinstance(p, str) and re.fullmatch(r"[A-Z]\w*Params", p)))
         key = ".".join(loc) or "(top level)"
         origin, from_set = _origin(loc, lines, overrides)
         where = ", ".join(([f"line {origin[1]}"] if origin else []) + [f"--set {o}" for o in from_set])
@@ -583,6 +588,15 @@ def _describe(err: ValidationError, path: Path, lines: Lines, overrides) -> str:
     return "invalid params:\n  " + "\n  ".join(problems)
 
 
+def _other_branch(error: dict, errors: list[dict]) -> bool:
+    """Whether ``error`` is a union member the value was plainly not meant as (``str`` of ``str | EvalModelParams``,
+    for a mapping) while another member's error reaches deeper into it: that one says what is wrong."""
+    loc = error["loc"]
+    return (error["type"].endswith("_type") and len(loc) > 0 and isinstance(loc[-1], str)
+            and any(other is not error and len(other["loc"]) > len(loc) and other["loc"][:len(loc) - 1] == loc[:-1]
+                    for other in errors))
+
+
 def _origin(loc: tuple[str, ...], lines: Lines, overrides) -> tuple[tuple[Path, int] | None, list[str]]:
     """Where the value at ``loc`` came from: ``((file, line) or None, the --set overrides that made it)``.
 
@@ -592,9 +606,10 @@ def _origin(loc: tuple[str, ...], lines: Lines, overrides) -> tuple[tuple[Path, 
     if not loc:  # the document as a whole: the file's
         return None, []
     keys = [(o, tuple(o.partition("=")[0].strip().split("."))) for o in overrides]
-    exact = [o for o, k in keys if k == loc]
-    if exact:
-        return None, exact[-1:]
+    # an override of the key or of one above it replaced that value whole: the file's line is not where it came from
+    owning = [o for o, k in keys if loc[:len(k)] == k]
+    if owning:
+        return None, owning[-1:]
     depth = max((n for n in range(len(loc), 0, -1) if loc[:n] in lines), default=0)
     from_set = [o for o, k in keys if k[:len(loc)] == loc or _common(k, loc) > depth]
     if depth == len(loc) or not from_set:

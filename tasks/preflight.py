@@ -78,11 +78,13 @@ def preflight(params: Params, params_file: Path, root: Path, targets: list[str] 
 
 
 def _where(key: str, root: Path, origins: dict[str, tuple[Path, int]], overrides) -> str:
-    """Where ``key`` (or the nearest section above it) is set: a ``--set``, or the params file (the one a profile
-    ``extends:``, for a key it inherits) and line."""
-    if any(o.partition("=")[0].strip() == key for o in overrides):
-        return "--set"
+    """Where ``key`` (or the nearest section above it) is set: a ``--set`` of it or of a key above it (which replaced
+    its value whole), or the params file (the one a profile ``extends:``, for a key it inherits) and line."""
     parts = key.split(".")
+    for override in overrides:
+        written = override.partition("=")[0].strip().split(".")
+        if parts[:len(written)] == written:
+            return "--set"
     for n in range(len(parts), 0, -1):
         origin = origins.get(".".join(parts[:n]))
         if origin:

@@ -319,3 +319,14 @@ def test_values_are_checked_strictly_a_boolean_is_no_number_and_a_share_no_negat
     with pytest.raises(ParamsError, match=message):
         load_params(Path("params/default.yaml"), [override])
     assert load_params(Path("params/default.yaml"), ["rl.learning_rate=1"]).rl.learning_rate == 1.0  # int for float
+
+
+def test_a_value_a_set_replaced_is_blamed_on_the_set_with_one_line_per_problem():
+    """The own-data profile writes eval.models; a --set that replaces it with a bad system is named, not the file's
+    line, and the union's other member (a model named by a string) adds no line of its own."""
+    with pytest.raises(ParamsError) as caught:
+        load_params(Path("params/own-data.yaml"), ["eval.models=[{source: sft, systems: [bogus]}]"])
+    assert str(caught.value).splitlines() == [
+        "invalid params:",
+        "  eval.models.0.systems.0 (from --set eval.models=[{source: sft, systems: [bogus]}]): Input should be "
+        "'direct', 'rag', 'agent' or 'sampled', got 'bogus'"]

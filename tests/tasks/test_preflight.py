@@ -126,6 +126,11 @@ def test_a_problem_made_by_an_override_is_blamed_on_it():
     found = preflight(load_params(REPO / "params/own-data.yaml", ["eval.suites=[world-single]"]),
                       Path("params/own-data.yaml"), REPO, overrides=["eval.suites=[world-single]"])
     assert [(p.key, p.where) for p in found.problems] == [("eval.suites", "--set")]
+    # a --set of a mapping replaces it whole: a problem inside it is the --set's, not the profile's line
+    replaced = ["eval.benchmarks={b: {path: nope.jsonl}}"]
+    found = preflight(load_params(REPO / "params/own-data.yaml", replaced), Path("params/own-data.yaml"), REPO,
+                      overrides=replaced)
+    assert [(p.key, p.where) for p in found.problems] == [("eval.benchmarks.b.path", "--set")]
 
 
 def test_sft_and_guidance_on_file_questions_plan_without_a_problem():
