@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import json
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -36,6 +37,7 @@ def decode_line(path: Path | str, number: int, raw: bytes) -> str:
 def decode_text(path: Path | str, data: bytes) -> str:
     """A whole UTF-8 file's bytes as text; bytes that are not UTF-8 raise :class:`RecordError` naming their line
     (a decoder's own error counts bytes from the start of the file, which nobody can find in an editor)."""
+    data = data.removeprefix(codecs.BOM_UTF8)  # what Windows tools put first; the same text without it
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as err:
@@ -47,10 +49,11 @@ def decode_text(path: Path | str, data: bytes) -> str:
 
 
 def read_lines(path: Path | str) -> Iterator[tuple[int, str]]:
-    """Yield ``(line_number, line)`` of a UTF-8 text file, line endings kept; see :func:`decode_line`."""
+    """Yield ``(line_number, line)`` of a UTF-8 text file, line endings kept, a byte-order mark at its start dropped
+    (as every reader of a text file here does); see :func:`decode_line`."""
     with open(path, "rb") as f:
         for number, raw in enumerate(f, start=1):
-            yield number, decode_line(path, number, raw)
+            yield number, decode_line(path, number, raw.removeprefix(codecs.BOM_UTF8) if number == 1 else raw)
 
 
 def iter_jsonl(path: Path | str) -> Iterator[tuple[int, Any]]:

@@ -44,7 +44,6 @@ references by id and writes the passages.
 
 from __future__ import annotations
 
-import codecs
 import json
 import logging
 import re
@@ -313,7 +312,7 @@ def _read(file: Path) -> Iterator[tuple[int, str, Any]]:
             yield line, "", record
         return
     try:
-        text = decode_text(file, file.read_bytes().removeprefix(codecs.BOM_UTF8))
+        text = decode_text(file, file.read_bytes())
     except OSError as err:
         raise ValueError(f"{file}: cannot read: {err}") from err
     try:

@@ -621,3 +621,19 @@ def test_sample_larger_than_the_file_gives_everything(hundred):
     everything = load_benchmark(hundred, "big")
     assert load_benchmark(hundred, "big", sample=100) == everything
     assert load_benchmark(hundred, "big", sample=1000, seed=3) == everything
+
+
+def test_a_byte_order_mark_at_the_start_is_read_past_as_in_the_corpus(tmp_path):
+    """One rule for every text file: a UTF-8 BOM (what Windows tools write first) is dropped, in JSONL and JSON
+    question files as in corpus files; one elsewhere is still an error with its line."""
+    plain = _records_jsonl(tmp_path / "plain.jsonl", FLASHRAG)
+    marked = tmp_path / "marked.jsonl"
+    marked.write_bytes(b"\xef\xbb\xbf" + plain.read_bytes())
+    assert [q.question for q in load_benchmark(marked, "b")] == [q.question for q in load_benchmark(plain, "b")]
+    listed = tmp_path / "listed.json"
+    listed.write_bytes(b"\xef\xbb\xbf" + json.dumps([{"question": "Q?", "answers": ["a"]}]).encode())
+    assert [q.question for q in load_benchmark(listed, "b")] == ["Q?"]
+    inside = tmp_path / "inside.jsonl"
+    inside.write_bytes(plain.read_bytes() + b"\xef\xbb\xbf" + json.dumps(FLASHRAG[0]).encode() + b"\n")
+    with pytest.raises(BenchmarkError, match=r"inside.jsonl: line 3: not valid JSON"):
+        load_benchmark(inside, "b")
