@@ -67,7 +67,8 @@ def preflight(params: Params, params_file: Path, root: Path, targets: list[str] 
         return Preflight([], problems=[Problem("stages", str(err))])
     found = Preflight(stages)
     names = {stage.name for stage in stages}
-    checks = [_stage_rules, _corpus, _question_files, _models, _context, _accelerate_configs, _externals]
+    checks = [_stage_rules, _corpus, _question_files, _models, _retriever, _tracking, _context, _accelerate_configs,
+              _externals]
     for check in checks:
         for key, message in check(params, root, names, found.inputs):
             found.problems.append(Problem(key, message, _where(key, root, origins, overrides)))
@@ -113,7 +114,8 @@ def _machine(params: Params, names: set[str]):
 
 
 def _corpus(params: Params, root: Path, names: set[str], inputs: dict[str, str]):
-    """The passage file of an imported corpus: it exists, and its first records are passages."""
+    """The passage file of an imported corpus: it exists, is a file or a folder as its source reads, and its first
+    records are passages with ids of their own (a Parquet file: its columns)."""
     corpus = params.corpus
     if "corpus" not in names or corpus.source == "synthetic":
         return
@@ -121,23 +123,63 @@ def _corpus(params: Params, root: Path, names: set[str], inputs: dict[str, str])
     if not path.exists():
         yield "corpus.path", f"no such file or folder: {path}"
         return
+    if corpus.source in ("jsonl", "parquet") and path.is_dir() and not any(path.glob(f"*.{corpus.source}*")):
+        yield "corpus.path", f"{path} is a folder without .{corpus.source} files: corpus.source {corpus.source} " \
+                             f"reads a file, or a folder of them"
+        return
     if corpus.source == "jsonl" and path.is_file():
-        checked = 0
-        for line, record in jsonl_records(path):
-            if checked == CORPUS_SAMPLE:
-                break
-            try:
-                if isinstance(record, RecordError):
-                    raise record
-                passage(record, "id", path, line)
-            except RecordError as err:
-                if corpus.on_error == "fail":
-                    yield "corpus.path", str(err)
-                    return
-            checked += 1
+        problem, checked = _jsonl_passages(path, corpus.on_error)
+        if problem:
+            yield "corpus.path", problem
+            return
         inputs["corpus.path"] = f"{corpus.path}: {corpus.source}, first {checked} records are passages"
+    elif corpus.source == "parquet" and path.is_file():
+        problem = _parquet_columns(path)
+        if problem:
+            yield "corpus.path", problem
+            return
+        inputs["corpus.path"] = f"{corpus.path}: parquet with the columns a passage needs"
     else:
         inputs["corpus.path"] = f"{corpus.path}: {corpus.source} (read by the corpus stage)"
+
+
+def _jsonl_passages(path: Path, on_error: str) -> tuple[str | None, int]:
+    """``(problem or None, records checked)`` of the first CORPUS_SAMPLE records of a passage file: each a
+    passage (unless ``on_error`` skips bad ones), no id twice, and at least one."""
+    checked, first_line = 0, {}
+    for line, record in jsonl_records(path):
+        if checked == CORPUS_SAMPLE:
+            break
+        try:
+            if isinstance(record, RecordError):
+                raise record
+            doc_id, _ = passage(record, "id", path, line)
+        except RecordError as err:
+            if on_error == "fail":
+                return str(err), checked
+            continue
+        if doc_id in first_line:
+            return f"{path}: line {line}: id {doc_id!r} again (first on line {first_line[doc_id]}): a passage id " \
+                   "is its own", checked
+        first_line[doc_id] = line
+        checked += 1
+    if not checked:
+        return f"{path}: holds no passage (an empty file, or no record that is one)", 0
+    return None, checked
+
+
+def _parquet_columns(path: Path) -> str | None:
+    """Why a Parquet passage file cannot be imported (not Parquet, or without the columns), read from its schema."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        columns = pq.read_schema(path).names
+    except (pa.ArrowException, OSError) as err:
+        return f"{path}: not a readable Parquet file ({err}); corpus.source says parquet"
+    if "id" in columns and ("contents" in columns or "text" in columns):
+        return None
+    return f"{path}: needs columns id + contents or id + text (+ title); has {columns}"
 
 
 def _question_files(params: Params, root: Path, names: set[str], inputs: dict[str, str]):
@@ -179,6 +221,11 @@ def _models(params: Params, root: Path, names: set[str], inputs: dict[str, str])
         yield "model.name_or_path", str(err)
         return
     if gguf is not None:
+        with open(gguf, "rb") as f:
+            magic = f.read(4)
+        if magic != b"GGUF":
+            yield "model.name_or_path", f"{gguf}: not a GGUF file (it starts with {magic!r}, not b'GGUF')"
+            return
         inputs["model.name_or_path"] = f"{name}: GGUF checkpoint {gguf}"
     elif name == "tiny":
         inputs["model.name_or_path"] = "tiny: built from the corpus (and demonstrations) by the base stage"
@@ -189,6 +236,57 @@ def _models(params: Params, root: Path, names: set[str], inputs: dict[str, str])
             inputs["model.name_or_path"] = f"{name}: Hugging Face folder"
     else:
         inputs["model.name_or_path"] = f"{name}: a hub id, fetched when the base stage runs (needs the hub)"
+
+
+SEARCHING = {"qa", "sft", "rl", "selfplay", "evaluate"}  # the stages that search (the index stage builds the index)
+REACH_SECONDS = 3.0  # how long the plan waits for a server it names
+
+
+def _retriever(params: Params, root: Path, names: set[str], inputs: dict[str, str]):
+    """What the searching stages search: a dense method needs the dense index the index stage builds; a server
+    (``retriever.url``) must answer its health check now."""
+    retriever = params.retriever
+    if not names & SEARCHING:
+        return
+    if retriever.url is None:
+        if retriever.method != "bm25" and not params.index.dense.enabled:
+            yield "retriever.method", (f"{retriever.method} search needs the dense index, which the index stage "
+                                       "builds only with index.dense.enabled: true; set it, or retriever.method: bm25")
+        return
+    from searchlab.retrieval.client import HttpRetriever
+    from searchlab.retrieval.base import RetrieverError
+
+    try:
+        HttpRetriever(retriever.url, timeout=REACH_SECONDS).health()
+    except RetrieverError as err:
+        yield "retriever.url", f"{err}; start it with `searchlab serve-retriever`, or set retriever.url: null"
+        return
+    inputs["retriever.url"] = f"{retriever.url}: answers its health check"
+
+
+MLFLOW_SCHEMES = {"file", "sqlite", "http", "https", "postgresql", "mysql", "mssql", "databricks", "databricks-uc"}
+
+
+def _tracking(params: Params, root: Path, names: set[str], inputs: dict[str, str]):
+    """Where the runs are tracked (``tracking.mlflow_uri``): a store MLflow can open; a server answers now."""
+    from urllib.parse import urlparse
+
+    uri = params.tracking.mlflow_uri
+    if uri is None:
+        return
+    scheme = urlparse(uri).scheme.split("+")[0]
+    if scheme and scheme not in MLFLOW_SCHEMES and len(scheme) > 1:  # one letter: a Windows drive
+        yield "tracking.mlflow_uri", (f"{uri}: MLflow opens no {scheme!r} store; use sqlite:///FILE, a folder, or "
+                                      "http://HOST:PORT of an MLflow server (null: this project's mlflow.db)")
+    elif scheme == "sqlite" and not (root / uri.removeprefix("sqlite:///")).parent.is_dir():  # 4 slashes: absolute
+        yield "tracking.mlflow_uri", f"{uri}: the folder of the database file does not exist"
+    elif scheme in ("http", "https"):
+        import httpx
+
+        try:
+            httpx.get(uri.rstrip("/") + "/health", timeout=REACH_SECONDS).raise_for_status()
+        except httpx.HTTPError as err:
+            yield "tracking.mlflow_uri", f"{uri}: no MLflow server answers ({type(err).__name__}: {err})"
 
 
 def _context(params: Params, root: Path, names: set[str], inputs: dict[str, str]):

@@ -170,3 +170,47 @@ def test_the_search_r1_profile_plans_on_this_cpu_machine_with_stand_in_files(tmp
     assert len([key for key in found.inputs if key.startswith("eval.benchmarks.")]) == 7
     plan = run_cli(project, "plan", "--params", "params/gpu-qwen2.5-3b.yaml")
     assert "no problem found" in plan.stdout
+
+
+def _write_inputs(project: Path) -> None:
+    """The broken inputs of the cases below, written in the project."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    bad = project / "bad"
+    bad.mkdir()
+    (bad / "empty.jsonl").write_text("")
+    (bad / "twice.jsonl").write_text('{"id": "p1", "contents": "A"}\n{"id": "p2", "contents": "B"}\n'
+                                     '{"id": "p1", "contents": "C"}\n')
+    (bad / "folder").mkdir()
+    pq.write_table(pa.table({"doc": ["p1"], "body": ["A"]}), bad / "columns.parquet")
+    (bad / "lines.parquet").write_text('{"id": "p1", "contents": "A"}\n')
+    (bad / "random.gguf").write_bytes(bytes(range(256)) * 4)
+
+
+@pytest.mark.parametrize("overrides, key, message", [
+    (["corpus.source=jsonl", "corpus.path=bad/empty.jsonl"], "corpus.path", "bad/empty.jsonl: holds no passage"),
+    (["corpus.source=jsonl", "corpus.path=bad/twice.jsonl"], "corpus.path",
+     "bad/twice.jsonl: line 3: id 'p1' again (first on line 1)"),
+    (["corpus.source=jsonl", "corpus.path=bad/folder"], "corpus.path",
+     "bad/folder is a folder without .jsonl files: corpus.source jsonl reads a file, or a folder of them"),
+    (["corpus.source=parquet", "corpus.path=bad/columns.parquet"], "corpus.path",
+     "bad/columns.parquet: needs columns id + contents or id + text (+ title); has ['doc', 'body']"),
+    (["corpus.source=parquet", "corpus.path=bad/lines.parquet"], "corpus.path",
+     "bad/lines.parquet: not a readable Parquet file"),
+    (["model.name_or_path=bad/random.gguf"], "model.name_or_path", "bad/random.gguf: not a GGUF file"),
+    (["retriever.method=dense"], "retriever.method", "dense search needs the dense index"),
+    (["retriever.url=http://127.0.0.1:9"], "retriever.url", "health check at http://127.0.0.1:9/health failed"),
+    (["tracking.mlflow_uri=nosuch://x"], "tracking.mlflow_uri", "nosuch://x: MLflow opens no 'nosuch' store"),
+    (["tracking.mlflow_uri=http://127.0.0.1:9"], "tracking.mlflow_uri", "no MLflow server answers"),
+])
+def test_what_the_run_would_trip_on_is_found_by_the_plan(tmp_path, overrides, key, message):
+    project = _project(tmp_path)  # the own-data profile: an imported corpus, labeled questions, SmolLM2
+    _write_inputs(project)
+    # only up to the stage that reads the input: the later stages' checks (SmolLM2's tokenizer) are others' tests
+    target = {"corpus.path": "corpus", "model.name_or_path": "base", "retriever.method": "qa",
+              "retriever.url": "qa", "tracking.mlflow_uri": "corpus"}[key]
+    found = preflight(load_params(project / "params/own-data.yaml", overrides), Path("params/own-data.yaml"), project,
+                      [target], overrides=overrides)
+    assert [(p.key, p.where) for p in found.problems] == [(key, "--set")], [p.message for p in found.problems]
+    assert message in found.problems[0].message
