@@ -69,7 +69,8 @@ values replace the other's whole. `extends: schema` (or no `extends:`) starts fr
 A key written `!delete` removes what the file it extends sets there: an entry the child does not want
 (`qa.files.geo: !delete`, `eval.benchmarks.geo-test: !delete`), or a setting, which then takes the schema's
 default; `--set qa.files.geo=!delete` does the same for one run, and a `!delete` of a key no file above sets is an
-error. To drop an entry of a list, write the list without it (a list is replaced whole). An unknown or ill-typed key is an error that names it (with its file and line)
+error. Write it in block style (`geo: !delete` on a line of its own): inside `{...}` YAML reads the comma after it as
+part of the tag. To drop an entry of a list, write the list without it (a list is replaced whole). An unknown or ill-typed key is an error that names it (with its file and line)
 before anything runs. Only a stage's own sections enter its fingerprint, so changing `index` reruns `index` and
 what depends on it, never `corpus`; keys marked *execution* say how a stage runs, not what it computes, and enter
 no fingerprint. `searchlab run --set KEY=VALUE` (repeatable; `KEY` dotted, e.g. `--set rl.steps=10`, `VALUE`
