@@ -20,6 +20,7 @@ that only made the policy worse on dev outputs the policy it started from.
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 
@@ -119,4 +120,31 @@ class DevScoring(TrainerCallback):
     def on_train_end(self, args, state, control, **kwargs):
         best = state.best_model_checkpoint
         if self.rl.keep == "best" and best and Path(best).name != f"checkpoint-{state.global_step}":
-            self.trainer._load_from_checkpoint(best)  # the Trainer's own loader: full weights, LoRA or sharded
+            with TiedHeadNotMissing(self.trainer.model):
+                self.trainer._load_from_checkpoint(best)  # the Trainer's own loader: full weights, LoRA or sharded
+
+
+class TiedHeadNotMissing(logging.Filter):
+    """Inside the block, the Trainer's "missing keys ... ['lm_head.weight']" warning is dropped for ``model`` when
+    its head is its input embedding (tied, as the tiny model's): a checkpoint stores that weight once, under the
+    embedding, and loading it sets the head too. The Trainer recognises only ``_keys_to_ignore_on_save``, not tied
+    weights, so it would call a complete checkpoint incomplete."""
+
+    LOGGER = "transformers.trainer"
+
+    def __init__(self, model) -> None:
+        super().__init__()
+        unwrapped = getattr(model, "module", model)
+        head, embedding = getattr(unwrapped, "lm_head", None), unwrapped.get_input_embeddings()
+        self.tied = head is not None and head.weight is embedding.weight
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (self.tied and record.getMessage()
+                    == "There were missing keys in the checkpoint model loaded: ['lm_head.weight'].")
+
+    def __enter__(self) -> TiedHeadNotMissing:
+        logging.getLogger(self.LOGGER).addFilter(self)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        logging.getLogger(self.LOGGER).removeFilter(self)

@@ -177,3 +177,28 @@ def test_trl_s_importance_sampling_reads_the_rollouts_logprobs_under_the_gpu_con
     assert torch.allclose(output["importance_sampling_ratio"], torch.ones(6, 1), atol=1e-3)
     trainer.current_gradient_accumulation_steps = 1  # what train() sets before a loss
     assert torch.isfinite(trainer._compute_loss(trainer.model, output))
+
+
+def test_a_tied_head_is_not_reported_missing_when_the_best_checkpoint_is_loaded(caplog):
+    """The Trainer's loader calls a tied model's checkpoint incomplete (its head is stored once, as the embedding):
+    that one line is dropped for a tied model, and kept for a model whose head is its own."""
+    import logging
+
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    from searchlab.rl.dev import TiedHeadNotMissing
+
+    def reported(tie: bool) -> list[str]:
+        model = Qwen2ForCausalLM(Qwen2Config(vocab_size=64, hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+                                             num_attention_heads=2, num_key_value_heads=1, tie_word_embeddings=tie))
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger=TiedHeadNotMissing.LOGGER), TiedHeadNotMissing(model):
+            logging.getLogger(TiedHeadNotMissing.LOGGER).warning(
+                "There were missing keys in the checkpoint model loaded: ['lm_head.weight'].")
+            logging.getLogger(TiedHeadNotMissing.LOGGER).warning(
+                "There were missing keys in the checkpoint model loaded: ['model.norm.weight'].")
+        return [r.getMessage() for r in caplog.records]
+
+    assert reported(tie=True) == ["There were missing keys in the checkpoint model loaded: ['model.norm.weight']."]
+    assert len(reported(tie=False)) == 2
+    assert not logging.getLogger(TiedHeadNotMissing.LOGGER).filters  # gone after the block
