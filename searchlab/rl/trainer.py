@@ -26,7 +26,7 @@ from searchlab.rl.config import GRPOTrainingParams
 from searchlab.rl.env import CURRICULUM_FILE, Environment, StepBatch, check_trl_batch, evaluating
 from searchlab.rl.loss_pass import length_sorted, scored_logps_and_entropies, trimmed
 from searchlab.rl.rewards import RewardBreakdown
-from searchlab.train.common import peft_config, trainer_settings
+from searchlab.train.common import ignore_trl_deprecation, peft_config, trainer_settings
 from searchlab.train.launch import world_size
 from searchlab.train.lm_head import plain_head_applies
 
@@ -46,21 +46,6 @@ PRIVATE_METHODS = {
     "_load_from_checkpoint": ("resume_from_checkpoint", "model"),  # called by rl.keep: best (searchlab.rl.dev)
 }
 PRIVATE_ATTRIBUTES = ("_step", "_buffered_inputs", "_metrics")  # _prepare_inputs' buffer; the logged metrics
-
-# TRL 1.16 reads transformers' deprecated ``model.is_gradient_checkpointing`` whenever it unwraps the policy for
-# generation (``trl.models.utils``, every RL step and dev scoring): a FutureWarning of theirs on every step. It is
-# ignored by its exact message, from the module that raises it, and nothing else;
-# tests/searchlab/rl/test_trl_private.py fails once the installed TRL no longer triggers it, so the filter goes then.
-TRL_DEPRECATION = (r"`is_gradient_checkpointing` is deprecated and will be removed in v6\. "
-                   r"Use `is_activation_checkpointing` instead\.")
-TRL_DEPRECATION_MODULE = r"transformers\.modeling_utils"
-
-
-def ignore_trl_deprecation() -> None:
-    """Ignore :data:`TRL_DEPRECATION` in this process (idempotent: the warnings module keeps one copy)."""
-    import warnings
-
-    warnings.filterwarnings("ignore", message=TRL_DEPRECATION, category=FutureWarning, module=TRL_DEPRECATION_MODULE)
 
 
 class SearchGRPOTrainer(GRPOTrainer):

@@ -10,14 +10,8 @@ from importlib.metadata import version
 
 from trl import GRPOTrainer
 
-from searchlab.rl.trainer import (
-    PRIVATE_ATTRIBUTES,
-    PRIVATE_METHODS,
-    TRL_DEPRECATION,
-    WRITTEN_FOR_TRL,
-    SearchGRPOTrainer,
-    ignore_trl_deprecation,
-)
+from searchlab.rl.trainer import PRIVATE_ATTRIBUTES, PRIVATE_METHODS, WRITTEN_FOR_TRL, SearchGRPOTrainer
+from searchlab.train.common import TRL_DEPRECATION, ignore_trl_deprecation
 from tests.toyworld import make_model
 
 
@@ -70,7 +64,7 @@ def test_the_filtered_trl_deprecation_is_still_raised_and_nothing_else_is_filter
     model = make_model(tokenizer)
     assert any(re.fullmatch(TRL_DEPRECATION, text) for text in _future_warnings_of_unwrapping(model, False)), (
         "the installed TRL no longer reads is_gradient_checkpointing when it unwraps a model: remove "
-        "ignore_trl_deprecation from searchlab/rl/trainer.py")
+        "ignore_trl_deprecation from searchlab/train/common.py")
     assert _future_warnings_of_unwrapping(model, True) == []
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
