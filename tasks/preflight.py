@@ -20,7 +20,7 @@ from typing import Any
 
 import yaml
 
-from searchlab.corpus.importers import jsonl_records, passage
+from searchlab.corpus.importers import jsonl_records, passage, passage_columns
 from searchlab.jsonl import RecordError
 from searchlab.params import Params, key_origins
 from searchlab.questions.formats import BenchmarkError, detect_format, load_benchmark
@@ -158,9 +158,11 @@ def _jsonl_passages(path: Path, on_error: str) -> tuple[str | None, int]:
             if on_error == "fail":
                 return str(err), checked
             continue
-        if doc_id in first_line:
-            return f"{path}: line {line}: id {doc_id!r} again (first on line {first_line[doc_id]}): a passage id " \
-                   "is its own", checked
+        if doc_id in first_line:  # the corpus stage rejects it as it does a bad record: on_error says how
+            if on_error == "fail":
+                return f"{path}: line {line}: id {doc_id!r} again (first on line {first_line[doc_id]}): a " \
+                       "passage id is its own", checked
+            continue
         first_line[doc_id] = line
         checked += 1
     if not checked:
@@ -177,9 +179,11 @@ def _parquet_columns(path: Path) -> str | None:
         columns = pq.read_schema(path).names
     except (pa.ArrowException, OSError) as err:
         return f"{path}: not a readable Parquet file ({err}); corpus.source says parquet"
-    if "id" in columns and ("contents" in columns or "text" in columns):
-        return None
-    return f"{path}: needs columns id + contents or id + text (+ title); has {columns}"
+    try:
+        passage_columns(path, columns)
+    except ValueError as err:
+        return str(err)
+    return None
 
 
 def _question_files(params: Params, root: Path, names: set[str], inputs: dict[str, str]):

@@ -163,6 +163,16 @@ def import_jsonl(path: Path, out_dir: Path, on_error: OnError = "fail") -> dict[
     return writer.counts(path)
 
 
+def passage_columns(file: Path, columns: list[str]) -> list[str]:
+    """The columns of a Parquet passage file to read: ``id`` and ``contents``, or ``id``, ``text`` and ``title`` if
+    there is one; a ValueError naming the file when it has neither."""
+    if "id" in columns and "contents" in columns:
+        return ["id", "contents"]
+    if "id" in columns and "text" in columns:
+        return ["id", "text"] + (["title"] if "title" in columns else [])
+    raise ValueError(f"{file}: needs columns id + contents or id + text (+ title); has {columns}")
+
+
 def import_parquet(path: Path, out_dir: Path, on_error: OnError = "fail") -> dict[str, int]:
     """Import a Parquet file, or a folder of them, in row batches into ``out_dir/corpus.jsonl``; return counts.
 
@@ -178,13 +188,7 @@ def import_parquet(path: Path, out_dir: Path, on_error: OnError = "fail") -> dic
                 table = pq.ParquetFile(file)
             except (pa.ArrowException, OSError) as err:
                 raise ValueError(f"{file}: cannot read as Parquet: {err}") from err
-            columns = table.schema_arrow.names
-            if "id" in columns and "contents" in columns:
-                wanted = ["id", "contents"]
-            elif "id" in columns and "text" in columns:
-                wanted = ["id", "text"] + (["title"] if "title" in columns else [])
-            else:
-                raise ValueError(f"{file}: needs columns id + contents or id + text (+ title); has {columns}")
+            wanted = passage_columns(file, table.schema_arrow.names)
             row = 0
             try:
                 for batch in table.iter_batches(batch_size=_BATCH_ROWS, columns=wanted):
