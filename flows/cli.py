@@ -761,22 +761,25 @@ def dvc_yaml(
     params_file: ParamsOpt = DEFAULT_PARAMS,
     overrides: SetOpt = None,
 ) -> None:
-    """Write dvc.yaml for a params file's stage graph (one DVC stage per stage it needs; `searchlab run` writes it
-    too, with params.yaml)."""
+    """Write the dvc.yaml of a params file's data folder for its stage graph (one DVC stage per stage it needs:
+    the project root's for data/, else inside the data folder; `searchlab run` writes it too, with params.yaml)."""
     root = find_root()
     params = _load(root, params_file, overrides)
-    from tasks.dvc import render_dvc_yaml
+    from tasks.dvc import pipeline_dir, render_dvc_yaml, write_effective_params
 
     text = render_dvc_yaml(params, root)
-    path = root / "dvc.yaml"
+    path = root / pipeline_dir(params) / "dvc.yaml"
+    shown = path.relative_to(root).as_posix()
     if check:
         if not path.exists() or path.read_text() != text:
-            raise _fail(f"dvc.yaml differs from the stage graph of {params_file}: run `searchlab dvc-yaml "
+            raise _fail(f"{shown} differs from the stage graph of {params_file}: run `searchlab dvc-yaml "
                         f"--params {params_file}`")
-        console.print("dvc.yaml is current")
+        console.print(f"{shown} is current")
         return
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
-    console.print(f"wrote {path}")
+    write_effective_params(root, params)  # what `dvc repro` reads beside it
+    console.print(f"wrote {shown} and its params.yaml")
 
 
 @app.command("params-doc")

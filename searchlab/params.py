@@ -293,7 +293,7 @@ class TrackingParams(Section):
 class RuntimeParams(Section):
     """Where things live and how long runs wait; not part of any stage fingerprint."""
 
-    data_dir: str = Field("data", description="where stage outputs live, relative to the project root")
+    data_dir: str = Field("data", description="where stage outputs live, relative to the project root; a folder other than data carries its own DVC pipeline (dvc.yaml, dvc.lock inside)")
     lock_timeout_s: float = Field(6 * 3600, gt=0, description="how long a run waits for another run's stage lock")
     prefect_api_url: str | None = Field(None, description="Prefect server to report to; null: the one `searchlab ui` "
                                                           "started, else a temporary local server per run (it ends "

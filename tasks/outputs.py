@@ -178,9 +178,10 @@ def content_hashes(paths: dict[str, Path], stat_cache: Path) -> dict[str, str]:
     return hashes
 
 
-#: What a run writes itself (the effective params and the stage graph of its profile): a change to them is the
-#: previous run's record, which the stages' fingerprints already hold, not a change to the code.
-RUN_WRITTEN = ("params.yaml", "dvc.yaml")
+#: What a run writes itself among tracked files (the root's stage graph, which a profile of one's own on data/
+#: rewrites): a change to it is the run's record, which the stages' fingerprints already hold, not a change to the
+#: code. (params.yaml is not tracked.)
+RUN_WRITTEN = ("dvc.yaml",)
 
 
 def git_commit(root: Path) -> str:

@@ -24,8 +24,8 @@ def test_own_data_profile_warm_starts_and_runs_rl_on_files(prefect_server, tmp_p
     shutil.copytree(REPO / "examples/own-data", project / "examples/own-data")
     args = ["run", "--params", "params/own-data.yaml", *(a for o in SMOKE for a in ("--set", o))]
     proc = run_cli(project, *args, timeout=900)
-    data = project / "data"
-    assert sorted(p.name for p in data.iterdir() if not p.name.startswith(".")) == \
+    data = project / "data-own-data"  # the profile's own data folder
+    assert sorted(p.name for p in data.iterdir() if p.is_dir() and not p.name.startswith(".")) == \
         ["base", "corpus", "evaluate", "index", "qa", "rl", "sft"]  # no selfplay or benchmarks stage
     qa = json.loads((data / "qa/manifest.json").read_text())
     assert qa["counts"]["overlap_dropped"] == 3 and qa["counts"]["overlap.geo.geo-test"] == 3

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+import yaml
 
 import json
 import os
@@ -11,7 +12,7 @@ import subprocess
 from pathlib import Path
 
 from searchlab.params import load_params
-from tasks.dvc import render_dvc_yaml, write_effective_params
+from tasks.dvc import pipeline_dir, render_dvc_yaml
 from tasks.registry import STAGES
 from tests.conftest import BIN, REPO, make_project, run_cli
 
@@ -22,13 +23,54 @@ def test_dvc_yaml_matches_stage_declarations():
     assert (REPO / ".dvc/config").read_text().count("remote = local") == 1  # a default remote is configured
 
 
-def test_a_fresh_clone_s_demo_run_rewrites_no_tracked_file(tmp_path):
-    """`make demo` writes params.yaml from params/default.yaml and DVC lists data/evaluate in data/.gitignore: the
-    committed files must already be what they write, or a fresh clone's first run shows modified files."""
-    write_effective_params(tmp_path, load_params(REPO / "params/default.yaml"))
-    assert (tmp_path / "params.yaml").read_text() == (REPO / "params.yaml").read_text()
+def test_a_fresh_clone_s_demo_run_rewrites_no_tracked_file():
+    """DVC lists data/evaluate in data/.gitignore and a run writes params.yaml: the committed data/.gitignore must
+    already be what DVC writes, and params.yaml (the workspace's, local state like the data) is ignored by git, or a
+    fresh clone's first run shows changed files."""
     ignored = (REPO / "data/.gitignore").read_text().split()
     assert sorted(ignored) == sorted(f"/{stage.name}" for stage in STAGES)
+    tracked = subprocess.run(["git", "ls-files", "params.yaml", "data-*/params.yaml"], cwd=REPO, capture_output=True,
+                             text=True, check=True).stdout
+    assert tracked == ""
+    ignores = subprocess.run(["git", "check-ignore", "params.yaml", "data-own-data/params.yaml",
+                              "data-own-data/corpus/manifest.json", "data-own-data/.work/x"],
+                             cwd=REPO, capture_output=True, text=True).stdout.split()
+    assert len(ignores) == 4
+    assert subprocess.run(["git", "check-ignore", "-q", "data-own-data/dvc.yaml"], cwd=REPO).returncode == 1
+    assert subprocess.run(["git", "check-ignore", "-q", "data-own-data/dvc.lock"], cwd=REPO).returncode == 1
+
+
+def test_a_data_folder_other_than_data_carries_its_own_pipeline_run_from_the_root():
+    own = load_params(REPO / "params/own-data.yaml")
+    assert pipeline_dir(own) == Path("data-own-data") and pipeline_dir(load_params(REPO / "params/smoke.yaml")) == Path(".")
+    doc = yaml.safe_load(render_dvc_yaml(own, REPO))
+    corpus = doc["stages"]["corpus"]
+    assert corpus["wdir"] == ".." and corpus["outs"] == ["data-own-data/corpus"]
+    assert corpus["cmd"] == "searchlab run corpus --params data-own-data/params.yaml --no-dvc-commit"
+    assert list(corpus["params"][0]) == ["data-own-data/params.yaml"]
+    assert doc["stages"]["evaluate"]["deps"][0].startswith("data-own-data/")
+    assert doc["metrics"] == ["evaluate/metrics.json"]  # relative to the dvc.yaml, as DVC reads top-level metrics
+
+
+@pytest.mark.slow
+def test_runs_of_two_data_folders_leave_tracked_files_alone_and_each_pipeline_up_to_date(tmp_path):
+    """A committed project, one stage run into data/ and into another data folder: git shows only what DVC's
+    practice commits (each folder's dvc.lock, the other folder's dvc.yaml), and DVC finds both up to date."""
+    project = make_project(tmp_path / "project", with_code=True)
+    (project / "data").mkdir()
+    shutil.copy2(REPO / "data/.gitignore", project / "data/.gitignore")
+    env = dict(os.environ, PYTHONPATH=str(project))
+    dvc = str(BIN / "dvc")
+    _sh(project, "git", "init", "-q", env=env)
+    _sh(project, dvc, "init", "-q", env=env)
+    _sh(project, "git", "add", "-A", env=env)
+    _sh(project, "git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "project", env=env)
+    run_cli(project, "run", "corpus", "--params", "params/smoke.yaml", env=env)
+    run_cli(project, "run", "corpus", "--params", "params/smoke.yaml", "--set", "runtime.data_dir=data-x", env=env)
+    status = _sh(project, "git", "status", "--porcelain", "--untracked-files=all", env=env).split("\n")
+    assert sorted(filter(None, status)) == ["?? data-x/dvc.lock", "?? data-x/dvc.yaml", "?? dvc.lock"]
+    for target in ("corpus", "data-x/dvc.yaml:corpus"):
+        assert "up to date" in _sh(project, dvc, "status", target, env=env)
 
 
 def _sh(project, *cmd, env):

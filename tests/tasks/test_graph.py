@@ -76,10 +76,11 @@ def test_dvc_yaml_declares_the_computed_graph(tmp_path):
     stages = yaml.safe_load(render_dvc_yaml(_params("own-data", "rl.init=base", "eval.models=[base, rl]"),
                                             REPO))["stages"]
     assert list(stages) == ["corpus", "index", "qa", "base", "rl", "evaluate"]
-    assert [d for d in stages["rl"]["deps"] if d.startswith("data/")] == ["data/corpus", "data/index", "data/qa",
-                                                                          "data/base"]
-    assert [d for d in stages["evaluate"]["deps"] if d.startswith("data/")] == ["data/index", "data/base",
-                                                                                "data/rl"]
+    data = "data-own-data/"  # the profile's own data folder
+    assert [d for d in stages["rl"]["deps"] if d.startswith(data)] == [data + up for up in ("corpus", "index", "qa",
+                                                                                            "base")]
+    assert [d for d in stages["evaluate"]["deps"] if d.startswith(data)] == [data + up for up in ("index", "base",
+                                                                                                  "rl")]
 
 
 def test_selfplay_from_base_on_files_feeds_rl_without_sft():

@@ -232,14 +232,13 @@ def test_the_commit_stamp_is_dirty_for_code_changes_not_for_the_files_a_run_writ
         subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True)
 
     git("init", "-q")
-    for name in ("params.yaml", "dvc.yaml", "code.py"):
+    for name in ("dvc.yaml", "code.py"):
         (tmp_path / name).write_text("a: 1\n")
     git("add", ".")
     git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init")
     head = git_commit(tmp_path)
     assert len(head) == 40
-    (tmp_path / "params.yaml").write_text("a: 2\n")  # another profile's run rewrote them
-    (tmp_path / "dvc.yaml").write_text("a: 2\n")
+    (tmp_path / "dvc.yaml").write_text("a: 2\n")  # a profile of one's own on data/ rewrote it
     assert git_commit(tmp_path) == head
     (tmp_path / "code.py").write_text("a: 2\n")
     assert git_commit(tmp_path) == head + "-dirty"
