@@ -248,6 +248,15 @@ def _mb(size: int) -> str:
     return f"{size / 1e6:.1f} MB"
 
 
+def _duration(seconds: float) -> str:
+    """``0 s``, ``42 s``, ``7 min``, ``1 h 05``: as precise as an estimate is."""
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 3600:
+        return f"{seconds / 60:.0f} min"
+    return f"{int(seconds // 3600)} h {int(seconds % 3600 // 60):02d}"
+
+
 @app.command("plan")
 def plan_command(
     stages: Annotated[Optional[list[str]], typer.Argument(help="stages to plan for (default: evaluate)")] = None,
@@ -259,6 +268,7 @@ def plan_command(
     where it is set. Trains nothing. Exit code 2 on any problem."""
     root = find_root()
     params = _load(root, params_file, overrides)
+    from tasks.estimate import estimate
     from tasks.preflight import preflight
     from tasks.stage import pipeline_status
 
@@ -268,13 +278,19 @@ def plan_command(
         states = {row["stage"]: row for row in pipeline_status(found.stages, params, root)}
     sets = "".join(f" --set {o}" for o in overrides or [])
     console.print(f"plan for {escape(params_file + sets)}:", highlight=False, soft_wrap=True)
+    total = 0.0
     for number, stage in enumerate(found.stages, start=1):
         row = states.get(stage.name)
         state = row["state"] if row else "unchecked"
         colour = STATE_COLOUR.get(state, "dim")
         upstream = ", ".join(stage.needs(params)) or "-"
-        console.print(f"{number:>2}. {stage.name:<11} [{colour}]{state:<9}[/] upstream: {upstream}; params: "
-                      f"{', '.join(stage.reads)}", highlight=False, soft_wrap=True)
+        expected = estimate(stage.name, params, root, cached=state == "cached")
+        total += expected.seconds
+        console.print(f"{number:>2}. {stage.name:<11} [{colour}]{state:<9}[/] {_duration(expected.seconds):>7} "
+                      f"[dim]({expected.basis})[/dim]  upstream: {upstream}; params: {', '.join(stage.reads)}",
+                      highlight=False, soft_wrap=True)
+    console.print(f"estimated time on this machine: {_duration(total)} (each stage: the speed of its earlier build "
+                  f"in {params.runtime.data_dir}/, else one measured on a 2-core CPU)", highlight=False, soft_wrap=True)
     console.print("inputs:", highlight=False)
     for key, what in found.inputs.items():
         console.print(f"    {escape(key)}: {escape(what)}", highlight=False, soft_wrap=True)

@@ -37,6 +37,7 @@ from typing import Any
 
 from searchlab.params import Params, flatten
 from searchlab.progress import quiet_libraries
+from tasks.estimate import work
 from tasks.imports import module_file, project_modules
 from tasks.locking import StageLock
 from tasks.resources import ResourceMeter
@@ -332,7 +333,8 @@ def _build_and_publish(stage: Stage, ctx: RunContext, inputs: dict[str, Any], fp
                         "content": content}
             record = {"seconds": round(time.time() - started, 3), "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                       "git_commit": ctx.git_commit, "mlflow_run_id": run_id, "prefect_flow_run_id": ctx.flow_run_id,
-                      "resources": meter.figures(), "measured": measured}
+                      "resources": meter.figures(), "measured": measured,
+                      "work": work(stage.name, ctx.params, ctx.root)}  # what the plan's next estimate scales
             write_manifest(scratch, manifest)
             write_build_record(scratch, record)
             publishing = _publish_locked(stage, ctx, scratch, out)
