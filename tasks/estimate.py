@@ -22,20 +22,21 @@ from searchlab.params import Params
 from tasks.outputs import read_build_record
 
 #: ``(fixed seconds, seconds per unit of work)`` on the reference machine (2 cores, no GPU), by stage and model kind
-#: (``tiny``; ``pretrained``: SmolLM2-135M, and anything else). From measured runs, each stage's build.json seconds
-#: over its work (docs/results/plan-estimate.md): the demo at 5d93e4a (docs/results/demo-cost.md) for the tiny model,
-#: the own-data profile of 2026-11-26 (docs/results/own-data.md) for SmolLM2, whose sft the CPU's measured 35
-#: tokens/s gives. The fixed part is what a build costs before its first unit (a JVM, a training worker's start).
+#: (``tiny``; ``pretrained``: SmolLM2-135M, and anything else): each stage's build.json seconds over its work in a
+#: measured run from a fresh clone (docs/results/plan-estimate.md), the demo at a1bf17c for the tiny model and the
+#: own-data profile (sft 10 steps, rl 2, 16 test questions) for SmolLM2. The fixed part is what a build costs before
+#: its first unit (a JVM, a training worker's start); base is all fixed (its pretraining or conversion follows the
+#: model, not the run's params).
 CALIBRATION: dict[str, dict[str, tuple[float, float]]] = {
-    "corpus": {"tiny": (0.1, 2.5e-5), "pretrained": (0.1, 2.5e-5)},
-    "index": {"tiny": (1.5, 2.5e-5), "pretrained": (1.5, 2.5e-5)},
-    "qa": {"tiny": (5.0, 0.0), "pretrained": (5.0, 0.0)},
+    "corpus": {"tiny": (0.0, 1.5e-5), "pretrained": (0.0, 1.5e-5)},
+    "index": {"tiny": (1.5, 0.0), "pretrained": (1.5, 0.0)},
+    "qa": {"tiny": (5.6, 0.0), "pretrained": (0.8, 0.0)},
     "benchmarks": {"tiny": (0.1, 0.0), "pretrained": (0.1, 0.0)},
-    "base": {"tiny": (177.0, 0.0), "pretrained": (24.0, 0.0)},
-    "sft": {"tiny": (20.0, 3.0e-4), "pretrained": (30.0, 1.5e-2)},
-    "selfplay": {"tiny": (20.0, 1.6e-4), "pretrained": (30.0, 4.0e-2)},
-    "rl": {"tiny": (20.0, 7.0e-4), "pretrained": (30.0, 4.5e-2)},
-    "evaluate": {"tiny": (10.0, 1.3e-4), "pretrained": (10.0, 1.37e-2)},
+    "base": {"tiny": (177.0, 0.0), "pretrained": (16.4, 0.0)},
+    "sft": {"tiny": (20.0, 1.88e-4), "pretrained": (30.0, 2.5e-3)},
+    "selfplay": {"tiny": (10.0, 6.3e-5), "pretrained": (30.0, 6.0e-3)}  # pretrained: rl's, scaled as tiny's,
+    "rl": {"tiny": (20.0, 1.29e-4), "pretrained": (30.0, 1.23e-2)},
+    "evaluate": {"tiny": (10.0, 5.6e-5), "pretrained": (10.0, 4.1e-3)},
 }
 
 
