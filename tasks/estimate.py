@@ -34,7 +34,7 @@ CALIBRATION: dict[str, dict[str, tuple[float, float]]] = {
     "benchmarks": {"tiny": (0.1, 0.0), "pretrained": (0.1, 0.0)},
     "base": {"tiny": (177.0, 0.0), "pretrained": (16.4, 0.0)},
     "sft": {"tiny": (20.0, 1.88e-4), "pretrained": (30.0, 2.5e-3)},
-    "selfplay": {"tiny": (10.0, 6.3e-5), "pretrained": (30.0, 6.0e-3)}  # pretrained: rl's, scaled as tiny's,
+    "selfplay": {"tiny": (10.0, 6.3e-5), "pretrained": (30.0, 6.0e-3)},  # pretrained: rl's, scaled as tiny's
     "rl": {"tiny": (20.0, 1.29e-4), "pretrained": (30.0, 1.23e-2)},
     "evaluate": {"tiny": (10.0, 5.6e-5), "pretrained": (10.0, 4.1e-3)},
 }
