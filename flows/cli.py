@@ -96,13 +96,18 @@ def run(
     configure_prefect(root, params.runtime.prefect_api_url)
     from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
 
+    from prefect import tags
+
+    from flows.links import params_tag
     from flows.pipeline import pipeline
     from flows.signals import Terminated, ending_on_signals
 
     started = time.time()
     try:
         # The heartbeat thread would hold every run ~1 s at its end for nothing.
-        with ending_on_signals(), temporary_settings({PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
+        # tagged from its creation, so a run that fails before any stage still says which params it ran
+        with ending_on_signals(), temporary_settings({PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}), \
+                tags(params_tag(params_file)):
             summary = pipeline(params_file=params_file, overrides=overrides or [], stages=stages or [],
                                force=force or [], root=str(root), record_dvc=not no_dvc_commit)
     except KeyboardInterrupt as err:

@@ -79,6 +79,21 @@ def link_flow_run(flow_run_id: str | None, mlflow_url: str, name: str, params_fi
     create_link_artifact(link=mlflow_url, link_text=f"MLflow run {name}", key="mlflow-run",
                          description="This pipeline run's parent run in MLflow: params, stage runs, results.")
     with get_client(sync_client=True) as client:
-        tags = set(client.read_flow_run(flow_run_id).tags)
-        tags |= {f"params:{Path(params_file).name}", *(f"stage:{name}" for name in stages)}
-        client.update_flow_run(flow_run_id, tags=sorted(tags))
+        first = params_tag(params_file)
+        tags = set(client.read_flow_run(flow_run_id).tags) | {f"stage:{name}" for name in stages}
+        # the params tag first: the run list shows a run's first tag and hides the rest behind "+N"
+        client.update_flow_run(flow_run_id, tags=[first, *sorted(tags - {first})])
+
+
+def params_tag(params_file: str) -> str:
+    """The Prefect tag naming a run's params file (``params:smoke.yaml``)."""
+    return f"params:{Path(params_file).name}"
+
+
+def flow_run_name(params_file: str, overrides: list[str] | None, stages: list[str] | None) -> str:
+    """``smoke · evaluate`` (``smoke · rl.steps=4 · rl``): the params file's stem, the overrides (shortened) and the
+    stages asked for, so that Prefect's run list tells runs apart (the MLflow run adds the params hash)."""
+    shown = " ".join(overrides or [])
+    if len(shown) > NAME_OVERRIDES_CHARS:
+        shown = shown[:NAME_OVERRIDES_CHARS - 1] + "…"
+    return " · ".join(part for part in (Path(params_file).stem, shown, " ".join(stages or ["evaluate"])) if part)

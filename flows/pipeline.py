@@ -7,7 +7,7 @@ from pathlib import Path
 from prefect import flow, get_run_logger
 from prefect.runtime import deployment, flow_run
 
-from flows.links import link_flow_run, mlflow_tags, mlflow_ui_url, run_name
+from flows.links import flow_run_name, link_flow_run, mlflow_tags, mlflow_ui_url, run_name
 from flows.serving import check_deployment_run
 from searchlab.params import flatten, load_params
 from tasks.dvc import record_outputs, write_dvc_yaml, write_effective_params
@@ -19,7 +19,13 @@ from tasks.stage import RunContext, StageResult, cached_stages, pipeline_metrics
 from tasks.tracking import Tracker
 
 
-@flow(name="searchlab-pipeline", persist_result=False, log_prints=True)
+def _flow_run_name() -> str:
+    """The Prefect flow run's name, from the parameters it was started with (:func:`flows.links.flow_run_name`)."""
+    given = flow_run.parameters
+    return flow_run_name(given.get("params_file", "params/default.yaml"), given.get("overrides"), given.get("stages"))
+
+
+@flow(name="searchlab-pipeline", flow_run_name=_flow_run_name, persist_result=False, log_prints=True)
 def pipeline(params_file: str = "params/default.yaml", overrides: list[str] | None = None,
              stages: list[str] | None = None, force: list[str] | None = None, root: str = ".",
              record_dvc: bool = True) -> dict:
@@ -46,7 +52,8 @@ def pipeline(params_file: str = "params/default.yaml", overrides: list[str] | No
     parent = tracker.start_pipeline(
         run_name=title,
         params=flatten(effective),
-        tags={"searchlab.params_file": params_file, "searchlab.overrides": " ".join(overrides or []),
+        tags={"searchlab.params_file": params_file, "searchlab.profile": Path(params_file).stem,
+              "searchlab.overrides": " ".join(overrides or []),
               "searchlab.stages": " ".join(stage.name for stage in todo), "searchlab.git_commit": commit,
               "prefect.flow_run_id": flow_run.get_id() or "", "prefect.flow_run_name": flow_run.get_name() or "",
               **mlflow_tags(commit, flow_run.get_id(), flow_run.get_name())},
@@ -55,7 +62,7 @@ def pipeline(params_file: str = "params/default.yaml", overrides: list[str] | No
                   params_file, [stage.name for stage in todo])
     ctx = RunContext(root=root_path, params=params, force=frozenset(force or []), tracker=tracker,
                      parent_run_id=parent, flow_run_id=flow_run.get_id(), git_commit=commit,
-                     on_wait=logger.info)
+                     profile=Path(params_file).stem, on_wait=logger.info)
     results: dict[str, StageResult] = {}
     with ctx:  # holds the stage folders this run used until it has recorded them
         try:

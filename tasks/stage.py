@@ -139,6 +139,7 @@ class RunContext:
     parent_run_id: str | None = None
     flow_run_id: str | None = None
     git_commit: str = "unknown"
+    profile: str = ""  # the params file's stem: stage runs are named "<profile> · <stage>" in MLflow
     on_wait: Callable[[str], None] = field(default=lambda message: log.info(message))
     # output locks held shared on the stage folders this run has checked or built (see the module doc)
     held: dict[str, StageLock] = field(default_factory=dict)
@@ -503,7 +504,10 @@ def _start_tracking(stage: Stage, ctx: RunContext, fp: str, cached: bool, produc
     }  # the tracker adds the owning process (searchlab.pid, .host, .pid_started)
     if producer:
         tags["searchlab.produced_by_run"] = producer
-    return ctx.tracker.start_stage(ctx.parent_run_id, stage.name, params, tags, produced_by=producer, origin=origin)
+    if ctx.profile:
+        tags["searchlab.profile"] = ctx.profile
+    name = f"{ctx.profile} · {stage.name}" if ctx.profile else stage.name
+    return ctx.tracker.start_stage(ctx.parent_run_id, name, params, tags, produced_by=producer, origin=origin)
 
 
 # ------------------------------------------------------------------ status

@@ -200,11 +200,12 @@ class Tracker:
     def start_pipeline(self, run_name: str, params: dict[str, Any], tags: dict[str, str]) -> str:
         return self._call("start_run", run_name, params, {**tags, **_owner_tags()}, None, None)
 
-    def start_stage(self, parent_run_id: str | None, stage: str, params: dict[str, Any], tags: dict[str, str],
+    def start_stage(self, parent_run_id: str | None, run_name: str, params: dict[str, Any], tags: dict[str, str],
                     produced_by: str | None = None, origin: dict[str, Any] | None = None) -> str:
         """A stage's run, nested in the pipeline's; a cached stage's names the run that ``produced_by`` its output
         (``origin``: when and from which commit, for a store that does not hold that run)."""
-        return self._call("start_run", stage, params, {**tags, **_owner_tags()}, parent_run_id, produced_by, origin)
+        return self._call("start_run", run_name, params, {**tags, **_owner_tags()}, parent_run_id, produced_by,
+                          origin)
 
     def run_url(self, run_id: str, ui_url: str) -> str:
         """The address of run ``run_id`` in the MLflow UI at ``ui_url``."""
@@ -253,6 +254,12 @@ def _owner_tags() -> dict[str, str]:
             "searchlab.pid_started": process_identity()}
 
 
+#: The experiment tag MLflow's UI (3.x) reads to open an experiment as model training (runs table, metric charts)
+#: instead of GenAI development (traces, an assistant panel), which it infers for an experiment without one.
+EXPERIMENT_KIND = "mlflow.experimentKind"
+TRAINING_KIND = "custom_model_development"
+
+
 class _MlflowWriter:
     """The worker's side: the actual MLflow calls."""
 
@@ -265,7 +272,10 @@ class _MlflowWriter:
         with self._store_lock():
             found = self.client.get_experiment_by_name(experiment)
             self.experiment = found.experiment_id if found else self.client.create_experiment(
-                experiment, artifact_location=(root / "mlartifacts").resolve().as_uri())
+                experiment, artifact_location=(root / "mlartifacts").resolve().as_uri(),
+                tags={EXPERIMENT_KIND: TRAINING_KIND})
+            if found and EXPERIMENT_KIND not in found.tags:  # a store from before: say it once (a user's choice stays)
+                self.client.set_experiment_tag(self.experiment, EXPERIMENT_KIND, TRAINING_KIND)
 
     @contextmanager
     def _store_lock(self) -> Iterator[None]:

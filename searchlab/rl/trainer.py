@@ -26,7 +26,7 @@ from searchlab.rl.config import GRPOTrainingParams
 from searchlab.rl.env import CURRICULUM_FILE, Environment, StepBatch, check_trl_batch, evaluating
 from searchlab.rl.loss_pass import length_sorted, scored_logps_and_entropies, trimmed
 from searchlab.rl.rewards import RewardBreakdown
-from searchlab.train.common import ignore_trl_deprecation, peft_config, trainer_settings
+from searchlab.train.common import ignore_fast_checkpoints, ignore_trl_deprecation, peft_config, trainer_settings
 from searchlab.train.launch import world_size
 from searchlab.train.lm_head import plain_head_applies
 
@@ -283,5 +283,6 @@ def make_search_trainer(grpo: GRPOTrainingParams, model, tokenizer, episodes, ch
     # TRL warns that rollout_func is experimental; the pinned TRL version is the one this module was checked on
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     ignore_trl_deprecation()
+    ignore_fast_checkpoints()
     return SearchGRPOTrainer(model=model, args=args, train_dataset=slots, processing_class=tokenizer,
                              callbacks=callbacks, episodes=episodes, grpo=grpo, peft_config=peft_config(grpo.lora))

@@ -232,6 +232,24 @@ def ignore_trl_deprecation() -> None:
     warnings.filterwarnings("ignore", message=TRL_DEPRECATION, category=FutureWarning, module=TRL_DEPRECATION_MODULE)
 
 
+#: transformers' line when the checkpoints it rotates were saved less than a second apart, which it reads as a
+#: filesystem with fake modification times; it then orders them by step number, which is right. A small model saves
+#: that fast on any filesystem, so the line alarms about nothing.
+FAST_CHECKPOINTS = "mtime may not be reliable on this filesystem"
+
+
+class _FastCheckpointsFilter(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return FAST_CHECKPOINTS not in record.getMessage()
+
+
+def ignore_fast_checkpoints() -> None:
+    """Drop :data:`FAST_CHECKPOINTS` from ``transformers.trainer_utils``'s log, and nothing else (idempotent)."""
+    log_of = logging.getLogger("transformers.trainer_utils")
+    if not any(isinstance(f, _FastCheckpointsFilter) for f in log_of.filters):
+        log_of.addFilter(_FastCheckpointsFilter())
+
+
 def make_sft_trainer(seed: int, **kwargs):
     """TRL's ``SFTTrainer`` (``kwargs``) with a mildly length-grouped training order drawn from ``seed`` and the epoch
     alone, the LM head run on the labeled positions only on a CPU, and padding-free rows attended within: see
@@ -242,6 +260,7 @@ def make_sft_trainer(seed: int, **kwargs):
     if getattr(kwargs["args"], "padding_free", False):
         attend_within_rows(kwargs["model"])
     ignore_trl_deprecation()
+    ignore_fast_checkpoints()
     return SeededSFTTrainer(order_seed=seed, **kwargs)
 
 

@@ -190,6 +190,12 @@ def _check_pipeline_run(project, flow_run_id):
     link = found[0]
     assert f"/runs/flow-run/{flow_run_id})" in tags["mlflow.note.content"]
     assert {"params:smoke.yaml", "stage:corpus", "stage:evaluate"} <= set(flow_run.tags)
+    # what the UIs list first: the params tag (the run list hides the rest behind "+N"), names with profile and stage
+    assert flow_run.tags[0] == "params:smoke.yaml"
+    assert flow_run.name.startswith("smoke · eval.benchmarks.flashrag-sample.path=")
+    assert flow_run.name.endswith(" · evaluate")
+    assert client.get_run(evaluate).info.run_name == "smoke · evaluate"
+    assert client.get_experiment(run.info.experiment_id).tags["mlflow.experimentKind"] == "custom_model_development"
     assert f"/#/experiments/{run.info.experiment_id}/runs/{run.info.run_id})" in link["data"]
 
 
