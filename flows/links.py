@@ -69,8 +69,9 @@ def mlflow_tags(commit: str, flow_run_id: str | None, flow_run_name: str | None)
             "mlflow.source.git.commit": commit.removesuffix("-dirty")}
 
 
-def link_flow_run(flow_run_id: str | None, mlflow_url: str, name: str, params_file: str, stages: list[str]) -> None:
-    """Give the Prefect flow run a link artifact to its MLflow run and tags naming its params file and stages."""
+def link_flow_run(flow_run_id: str | None, mlflow_url: str, name: str, params_file: str, targets: list[str]) -> None:
+    """Give the Prefect flow run a link artifact to its MLflow run and tags naming its params file and the stages it
+    was asked for (``targets``; a tag per stage it ran would overflow the run list's row and hide the params tag)."""
     if not flow_run_id:
         return
     from prefect.artifacts import create_link_artifact
@@ -79,10 +80,8 @@ def link_flow_run(flow_run_id: str | None, mlflow_url: str, name: str, params_fi
     create_link_artifact(link=mlflow_url, link_text=f"MLflow run {name}", key="mlflow-run",
                          description="This pipeline run's parent run in MLflow: params, stage runs, results.")
     with get_client(sync_client=True) as client:
-        first = params_tag(params_file)
-        tags = set(client.read_flow_run(flow_run_id).tags) | {f"stage:{name}" for name in stages}
-        # the params tag first: the run list shows a run's first tag and hides the rest behind "+N"
-        client.update_flow_run(flow_run_id, tags=[first, *sorted(tags - {first})])
+        tags = set(client.read_flow_run(flow_run_id).tags) | {params_tag(params_file)}
+        client.update_flow_run(flow_run_id, tags=sorted(tags | {f"stage:{name}" for name in targets}))
 
 
 def params_tag(params_file: str) -> str:

@@ -59,7 +59,7 @@ def pipeline(params_file: str = "params/default.yaml", overrides: list[str] | No
               **mlflow_tags(commit, flow_run.get_id(), flow_run.get_name())},
     )
     link_flow_run(flow_run.get_id(), tracker.run_url(parent, mlflow_ui_url(root_path, tracker.uri)), title,
-                  params_file, [stage.name for stage in todo])
+                  params_file, stages or ["evaluate"])
     ctx = RunContext(root=root_path, params=params, force=frozenset(force or []), tracker=tracker,
                      parent_run_id=parent, flow_run_id=flow_run.get_id(), git_commit=commit,
                      profile=Path(params_file).stem, on_wait=logger.info)
@@ -73,9 +73,14 @@ def pipeline(params_file: str = "params/default.yaml", overrides: list[str] | No
             tracker.finish_failed(parent, error)
             raise
         computed = [stage for stage, r in results.items() if not r.cached]
+        headline = pipeline_metrics(todo, results, ctx.data_dir)
         tracker.finish_pipeline(parent, metrics={"stages_computed": len(computed),
-                                                 "stages_cached": len(results) - len(computed),
-                                                 **pipeline_metrics(todo, results, ctx.data_dir)})
+                                                 "stages_cached": len(results) - len(computed), **headline})
+        em = [name for name in headline if name.startswith("eval/") and name.endswith("/em")]
+        if em:
+            tracker.share_agents_view(em)
+            logger.info("MLflow, the agents' EM run by run: %s",
+                        tracker.agents_view_url(mlflow_ui_url(root_path, tracker.uri)))
         write_effective_params(root_path, params)
         write_dvc_yaml(root_path, params)
         if record_dvc:

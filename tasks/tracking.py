@@ -211,6 +211,17 @@ class Tracker:
         """The address of run ``run_id`` in the MLflow UI at ``ui_url``."""
         return f"{ui_url.rstrip('/')}/#/experiments/{self.experiment_id}/runs/{run_id}"
 
+    def share_agents_view(self, metric_names: list[str]) -> None:
+        """Add ``metric_names`` (the pipeline runs' EM per suite and agent) to the columns of the experiment's
+        :data:`AGENTS_VIEW`, the runs table that :meth:`agents_view_url` opens."""
+        self._call("share_agents_view", list(metric_names))
+
+    def agents_view_url(self, ui_url: str) -> str:
+        """The experiment's runs table in the MLflow UI at ``ui_url``, as model training, with the agents' EM columns
+        (:data:`AGENTS_VIEW`)."""
+        return (f"{ui_url.rstrip('/')}/#/experiments/{self.experiment_id}/runs?workflowType=machine_learning"
+                f"&viewStateShareKey={AGENTS_VIEW}")
+
     def finish_stage(self, run_id: str, metrics: dict[str, float] | None = None, status: str = "FINISHED",
                      artifacts: list[str] = (), curves: list[dict] = ()) -> None:
         """Log final metrics, ``curves`` (rows ``{"step": n, name: value}``, e.g. a training log) and
@@ -258,6 +269,12 @@ def _owner_tags() -> dict[str, str]:
 #: instead of GenAI development (traces, an assistant panel), which it infers for an experiment without one.
 EXPERIMENT_KIND = "mlflow.experimentKind"
 TRAINING_KIND = "custom_model_development"
+#: The shared view of the experiment's runs table that shows each pipeline run's EM per suite and agent: MLflow's UI
+#: loads the view state (plain JSON: columns, order) from the experiment tag ``mlflow.sharedViewState.<key>`` when the
+#: page's address says ``viewStateShareKey=<key>``, as its own Share button does.
+AGENTS_VIEW = "agents"
+SHARED_VIEW_TAG = "mlflow.sharedViewState."
+AGENTS_VIEW_COLUMNS = 60  # of EM metrics at most: the newest runs' first
 
 
 class _MlflowWriter:
@@ -286,6 +303,20 @@ class _MlflowWriter:
 
     def experiment_id(self) -> str:
         return self.experiment
+
+    def share_agents_view(self, metric_names: list[str]) -> None:
+        tag = SHARED_VIEW_TAG + AGENTS_VIEW
+        with self._store_lock():  # two runs finishing at once each add their columns
+            before = self.client.get_experiment(self.experiment).tags.get(tag)
+            try:
+                shown = [c for c in json.loads(before)["selectedColumns"] if c.startswith("metrics.")] if before else []
+            except (ValueError, KeyError, TypeError):
+                shown = []  # a view a user edited into something else: start again
+            columns = list(dict.fromkeys([*(f"metrics.`{name}`" for name in sorted(metric_names)), *shown]))
+            state = {"selectedColumns": ["attributes.`Run Name`", "attributes.`Duration`",
+                                         *columns[:AGENTS_VIEW_COLUMNS]],
+                     "orderByKey": "attributes.start_time", "orderByAsc": False, "compareRunsMode": "TABLE"}
+            self.client.set_experiment_tag(self.experiment, tag, json.dumps(state))
 
     def recover_killed_runs(self) -> list[str]:
         """Mark KILLED (ended now, with a note saying why) every RUNNING run of the experiment that a process on

@@ -189,13 +189,16 @@ def _check_pipeline_run(project, flow_run_id):
     assert len(found) == 1
     link = found[0]
     assert f"/runs/flow-run/{flow_run_id})" in tags["mlflow.note.content"]
-    assert {"params:smoke.yaml", "stage:corpus", "stage:evaluate"} <= set(flow_run.tags)
-    # what the UIs list first: the params tag (the run list hides the rest behind "+N"), names with profile and stage
-    assert flow_run.tags[0] == "params:smoke.yaml"
+    # what the UIs show first: the params file and the stage asked for (few enough tags for the run list's row),
+    # names with profile and stage, and the agents' view
+    assert set(flow_run.tags) == {"params:smoke.yaml", "stage:evaluate"}
     assert flow_run.name.startswith("smoke · eval.benchmarks.flashrag-sample.path=")
     assert flow_run.name.endswith(" · evaluate")
     assert client.get_run(evaluate).info.run_name == "smoke · evaluate"
-    assert client.get_experiment(run.info.experiment_id).tags["mlflow.experimentKind"] == "custom_model_development"
+    experiment = client.get_experiment(run.info.experiment_id).tags
+    assert experiment["mlflow.experimentKind"] == "custom_model_development"
+    assert "metrics.`eval/world-single/selfplay-agent/em`" in json.loads(
+        experiment["mlflow.sharedViewState.agents"])["selectedColumns"]
     assert f"/#/experiments/{run.info.experiment_id}/runs/{run.info.run_id})" in link["data"]
 
 

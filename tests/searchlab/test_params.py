@@ -74,6 +74,8 @@ def test_ill_typed_value_names_key_and_value(tmp_path):
     ("eval.models=[sft, /elsewhere/sft]", r"eval.models: two models are named 'sft'"),
     ("eval.models=[sft, {source: rl, systems: []}]", r"eval.models.1.systems: name at least one"),
     ("eval.models=[sft, {source: rl, systems: [agent, agent]}]", r"eval.models.1.systems: each system once"),
+    # a list the profile file sets, replaced by the --set: the --set is at fault, not the file's line
+    ("rl.curriculum=[sec, bogus]", r"rl.curriculum.1 \(from --set rl.curriculum=\[sec, bogus\]\): Input should be"),
 ])
 def test_bad_override_is_named(override, message):
     with pytest.raises(ParamsError, match=message):

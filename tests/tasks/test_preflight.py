@@ -131,6 +131,11 @@ def test_a_problem_made_by_an_override_is_blamed_on_it():
     found = preflight(load_params(REPO / "params/own-data.yaml", replaced), Path("params/own-data.yaml"), REPO,
                       overrides=replaced)
     assert [(p.key, p.where) for p in found.problems] == [("eval.benchmarks.b.path", "--set")]
+    # a key inside a mapping the profile writes, set by --set alone
+    moved = ["qa.files.geo.path=nope.parquet"]
+    found = preflight(load_params(REPO / "params/own-data.yaml", moved), Path("params/own-data.yaml"), REPO,
+                      overrides=moved)
+    assert [(p.key, p.where) for p in found.problems] == [("qa.files.geo.path", "--set")]
 
 
 def test_sft_and_guidance_on_file_questions_plan_without_a_problem():
