@@ -273,6 +273,7 @@ def plan_command(
     where it is set. Trains nothing. Exit code 2 on any problem."""
     root = find_root()
     params = _load(root, params_file, overrides)
+    from tasks.dvc import rewrites_dvc_yaml
     from tasks.estimate import estimate
     from tasks.preflight import preflight
     from tasks.stage import pipeline_status
@@ -296,6 +297,11 @@ def plan_command(
                       highlight=False, soft_wrap=True)
     console.print(f"estimated time on this machine: {_duration(total)} (each stage: the speed of its earlier build "
                   f"in {params.runtime.data_dir}/, else one measured on a 2-core CPU)", highlight=False, soft_wrap=True)
+    if rewrites_dvc_yaml(params, root):
+        console.print(f"[yellow]note:[/yellow] this stage graph is not the committed dvc.yaml's (the demo's), and "
+                      f"a run into {params.runtime.data_dir}/ rewrites it; to keep both, give the profile a data "
+                      f"folder of its own: runtime.data_dir: data-{Path(params_file).stem}", highlight=False,
+                      soft_wrap=True)
     console.print("inputs:", highlight=False)
     for key, what in found.inputs.items():
         console.print(f"    {escape(key)}: {escape(what)}", highlight=False, soft_wrap=True)

@@ -100,6 +100,16 @@ def write_dvc_yaml(root: Path, params: Params) -> None:
         _replace_if_differs(root / pipeline_dir(params) / "dvc.yaml", render_dvc_yaml(params, root))
 
 
+def rewrites_dvc_yaml(params: Params, root: Path) -> bool:
+    """Whether a run under ``params`` would rewrite a committed ``dvc.yaml`` of another stage graph (a profile of
+    one's own on the demo's ``data/``), which the plan says before it happens."""
+    path = root / pipeline_dir(params) / "dvc.yaml"
+    if not (root / ".dvc").is_dir() or not path.exists():
+        return False
+    tracked = subprocess.run(["git", "ls-files", "--error-unmatch", path.name], cwd=path.parent, capture_output=True)
+    return tracked.returncode == 0 and path.read_text() != render_dvc_yaml(params, root)
+
+
 def write_effective_params(root: Path, params: Params) -> None:
     """Record the params of this run in the ``params.yaml`` beside its data folder's pipeline (rewritten only when
     they differ)."""

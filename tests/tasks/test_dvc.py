@@ -12,7 +12,7 @@ import subprocess
 from pathlib import Path
 
 from searchlab.params import load_params
-from tasks.dvc import pipeline_dir, render_dvc_yaml
+from tasks.dvc import pipeline_dir, render_dvc_yaml, rewrites_dvc_yaml
 from tasks.registry import STAGES
 from tests.conftest import BIN, REPO, make_project, run_cli
 
@@ -50,6 +50,14 @@ def test_a_data_folder_other_than_data_carries_its_own_pipeline_run_from_the_roo
     assert list(corpus["params"][0]) == ["data-own-data/params.yaml"]
     assert doc["stages"]["evaluate"]["deps"][0].startswith("data-own-data/")
     assert doc["metrics"] == ["evaluate/metrics.json"]  # relative to the dvc.yaml, as DVC reads top-level metrics
+
+
+def test_the_plan_knows_when_a_run_would_rewrite_the_committed_dvc_yaml():
+    assert not rewrites_dvc_yaml(load_params(REPO / "params/smoke.yaml"), REPO)  # the demo's graph
+    assert not rewrites_dvc_yaml(load_params(REPO / "params/own-data.yaml"), REPO)  # a folder of its own
+    assert rewrites_dvc_yaml(load_params(REPO / "params/own-data.yaml", ["runtime.data_dir=data"]), REPO)
+    plan = run_cli(REPO, "plan", "--params", "params/own-data.yaml", "--set", "runtime.data_dir=data")
+    assert "a run into data/ rewrites it" in plan.stdout and "runtime.data_dir: data-own-data" in plan.stdout
 
 
 @pytest.mark.slow
