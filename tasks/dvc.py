@@ -44,10 +44,11 @@ DEMO_DATA_DIR = Path("data")  # the data folder whose pipeline is the project ro
 
 
 def pipeline_dir(params: Params) -> Path:
-    """Where the pipeline of ``params``' data folder lives, relative to the project root: the root for ``data/``,
-    else the data folder itself."""
+    """Where the pipeline of ``params``' data folder lives, relative to the project root: the root for ``data/``
+    (and for a folder outside the project, where no DVC file can be), else the data folder itself."""
     data_dir = Path(params.runtime.data_dir)
-    return Path(".") if data_dir == DEMO_DATA_DIR else data_dir
+    outside = data_dir.is_absolute() or ".." in data_dir.parts
+    return Path(".") if data_dir == DEMO_DATA_DIR or outside else data_dir
 
 
 def _dvc_target(params: Params, stage_name: str) -> str:
@@ -85,8 +86,8 @@ def render_dvc_yaml(params: Params, root: Path) -> str:
             "outs": [f"{data}/{stage.name}"],
         }
     # top-level metrics are relative to the dvc.yaml's folder, not to a stage's wdir
-    metrics = [(Path(data) / stage.name / stage.metrics).relative_to(folder).as_posix()
-               for stage in stages if stage.metrics]
+    metrics = [os.path.relpath(Path(data) / stage.name / stage.metrics, folder) if folder != Path(".")
+               else f"{data}/{stage.name}/{stage.metrics}" for stage in stages if stage.metrics]
     if metrics:
         doc["metrics"] = metrics
     return ("# Generated from tasks/registry.py and the params by `searchlab dvc-yaml` (and `searchlab run`); a test "
