@@ -30,10 +30,13 @@ def params_hash(params: dict[str, Any]) -> str:
 def run_name(params_file: str, overrides: list[str], params: dict[str, Any]) -> str:
     """``default · sft.learning_rate=0.001 · 3f2a9c1e``: the params file's stem, the overrides (shortened), the
     params hash; two runs with the same name ran the same params."""
-    shown = " ".join(overrides)
-    if len(shown) > NAME_OVERRIDES_CHARS:
-        shown = shown[:NAME_OVERRIDES_CHARS - 1] + "…"
-    return " · ".join(part for part in (Path(params_file).stem, shown, params_hash(params)) if part)
+    return " · ".join(part for part in (Path(params_file).stem, _shortened(overrides), params_hash(params)) if part)
+
+
+def _shortened(overrides: list[str] | None) -> str:
+    """The overrides as a run name shows them: joined, cut at :data:`NAME_OVERRIDES_CHARS`."""
+    shown = " ".join(overrides or [])
+    return shown if len(shown) <= NAME_OVERRIDES_CHARS else shown[:NAME_OVERRIDES_CHARS - 1] + "…"
 
 
 def prefect_flow_run_url(flow_run_id: str | None) -> str | None:
@@ -92,7 +95,5 @@ def params_tag(params_file: str) -> str:
 def flow_run_name(params_file: str, overrides: list[str] | None, stages: list[str] | None) -> str:
     """``smoke · evaluate`` (``smoke · rl.steps=4 · rl``): the params file's stem, the overrides (shortened) and the
     stages asked for, so that Prefect's run list tells runs apart (the MLflow run adds the params hash)."""
-    shown = " ".join(overrides or [])
-    if len(shown) > NAME_OVERRIDES_CHARS:
-        shown = shown[:NAME_OVERRIDES_CHARS - 1] + "…"
-    return " · ".join(part for part in (Path(params_file).stem, shown, " ".join(stages or ["evaluate"])) if part)
+    parts = (Path(params_file).stem, _shortened(overrides), " ".join(stages or ["evaluate"]))
+    return " · ".join(part for part in parts if part)

@@ -238,7 +238,9 @@ def ignore_trl_deprecation() -> None:
 FAST_CHECKPOINTS = "mtime may not be reliable on this filesystem"
 
 
-class _FastCheckpointsFilter(logging.Filter):
+class FastCheckpointsFilter(logging.Filter):
+    """Drops :data:`FAST_CHECKPOINTS` records."""
+
     def filter(self, record: logging.LogRecord) -> bool:
         return FAST_CHECKPOINTS not in record.getMessage()
 
@@ -246,8 +248,8 @@ class _FastCheckpointsFilter(logging.Filter):
 def ignore_fast_checkpoints() -> None:
     """Drop :data:`FAST_CHECKPOINTS` from ``transformers.trainer_utils``'s log, and nothing else (idempotent)."""
     log_of = logging.getLogger("transformers.trainer_utils")
-    if not any(isinstance(f, _FastCheckpointsFilter) for f in log_of.filters):
-        log_of.addFilter(_FastCheckpointsFilter())
+    if not any(isinstance(f, FastCheckpointsFilter) for f in log_of.filters):
+        log_of.addFilter(FastCheckpointsFilter())
 
 
 def make_sft_trainer(seed: int, **kwargs):

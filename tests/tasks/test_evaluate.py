@@ -119,7 +119,7 @@ def test_a_question_too_long_for_the_model_is_refused_before_any_episode_naming_
     bootstrap_tiny(spec, ["Who founded the city of Kelmora, and when?"] * 20, tmp_path / "model")
     path = _write(tmp_path / "mine.jsonl", "Who founded Kelmora?", "Who founded " + "the old city of " * 40 + "?")
     mine = load_benchmark(path, "mine")
-    params = _params()  # smoke: an episode may add 4 x 48 + 3 x 160 = 672 tokens to its prompt
+    params = _params("rollout.max_turns=4")  # an episode may add 4 x 48 + 3 x 160 = 672 tokens to its prompt
     with pytest.raises(ValueError, match=rf"1 question\(s\) too long for model sft: {path}: line 2 \(\d+ tokens\)"):
         check_lengths({"mine": mine}, {"sft": tmp_path / "model"}, params)
     check_lengths({"mine": mine[:1]}, {"sft": tmp_path / "model"}, params)  # the short one fits
